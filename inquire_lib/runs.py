@@ -1,0 +1,335 @@
+"""Run manifests and papermill orchestration of the numbered notebooks.
+
+`run_notebooks("smoke")` executes `notebooks/NN_*.ipynb` in order with papermill, writes each
+executed copy to `papermill_runs/<profile>/<name>.ipynb` and a `manifest.json` beside them that
+says what ran, on which code and package versions, and how each notebook ended.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from inquire_lib.profiles import Profile, get_profile
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
+DEFAULT_OUT_ROOT = "papermill_runs"
+MANIFEST_NAME = "manifest.json"
+# Recorded in every manifest; a missing package is recorded as None rather than failing the run.
+TRACKED_PACKAGES = (
+    "torch", "torchvision", "transformers", "trl", "peft", "bitsandbytes", "accelerate",
+    "datasets", "tokenizers", "papermill", "plotly", "ipywidgets",
+)
+# Cells that papermill adds to an executed copy and that are not in the source notebook.
+_PAPERMILL_TAGS = {"injected-parameters", "papermill-error-cell-tag"}
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook raised while papermill executed it; names the notebook and the failing cell."""
+
+    def __init__(self, notebook: str, output_path: Path, error: dict, manifest: dict):
+        self.notebook = notebook
+        self.output_path = Path(output_path)
+        self.cell_index = error.get("cell_index")
+        self.exec_count = error.get("exec_count")
+        self.ename = error.get("ename")
+        self.evalue = error.get("evalue")
+        self.manifest = manifest
+        where = "before any cell ran" if self.cell_index is None else f"at cell index {self.cell_index}"
+        if self.exec_count is not None:
+            where += f" (In [{self.exec_count}])"
+        evalue = (self.evalue or "")[:500]
+        super().__init__(
+            f"notebook {notebook} failed {where}: {self.ename}: {evalue}; "
+            f"executed copy: {self.output_path}"
+        )
+
+
+def discover_notebooks(notebooks_dir: str | Path | None = None) -> list[Path]:
+    """Return the paths of `NN_*.ipynb` in notebooks_dir (default: the repo's notebooks/), sorted by name."""
+    folder = Path(notebooks_dir) if notebooks_dir is not None else NOTEBOOKS_DIR
+    return sorted(folder.glob(NOTEBOOK_PATTERN), key=lambda p: p.name)
+
+
+# The repo's notebooks in run order, as found at import time.
+NOTEBOOKS: tuple[Path, ...] = tuple(discover_notebooks())
+
+
+def select_notebooks(notebooks: Iterable[Path], only: Iterable[str] | None) -> list[Path]:
+    """Keep the notebooks whose stem or file name starts with one of `only` ("01", "02_sft_qlora",
+    "03_grpo_action_level.ipynb"), in their original order; None keeps all. An entry matching no
+    notebook raises ValueError listing the available names."""
+    notebooks = list(notebooks)
+    if only is None:
+        return notebooks
+    tokens = [str(t).strip() for t in only]
+    chosen: set[Path] = set()
+    for token in tokens:
+        stem = token[:-len(".ipynb")] if token.endswith(".ipynb") else token
+        hits = [p for p in notebooks if token and p.stem.startswith(stem)]
+        if not hits:
+            names = ", ".join(p.stem for p in notebooks) or "(none)"
+            raise ValueError(f"no notebook matches {token!r}; available: {names}")
+        chosen.update(hits)
+    return [p for p in notebooks if p in chosen]
+
+
+def run_dir(profile: str, out_root: str | Path = DEFAULT_OUT_ROOT) -> Path:
+    """Return the folder of a profile's run: `<out_root>/<profile>`, a relative out_root being
+    taken from the repo root (so it does not depend on the caller's working directory)."""
+    root = Path(out_root)
+    if not root.is_absolute():
+        root = REPO_ROOT / root
+    return root / profile
+
+
+def _git(*args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20, check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout
+
+
+def git_state() -> tuple[str | None, bool | None]:
+    """Return (HEAD commit sha, whether the work tree differs from it); (None, None) outside git
+    or before the first commit."""
+    sha = _git("rev-parse", "--verify", "HEAD")
+    if sha is None:
+        return None, None
+    status = _git("status", "--porcelain")
+    return sha.strip(), (None if status is None else bool(status.strip()))
+
+
+def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str | None]:
+    """Installed distribution versions by name (None when not installed); nothing is imported."""
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def run_manifest(profile: str | Profile, seed: int | None = None) -> dict:
+    """Describe the code and environment a result comes from: git sha and dirty flag, profile
+    name and full settings, seed (the profile's unless given), Python and package versions, and
+    the time it was taken, as plain JSON types (tuples become lists). Notebooks stamp their
+    metrics JSON with it."""
+    prof = get_profile(profile)
+    sha, dirty = git_state()
+    return _jsonable({
+        "git_sha": sha,
+        "git_dirty": dirty,
+        "profile": prof.name,
+        "settings": prof.to_dict(),
+        "seed": prof.seed if seed is None else seed,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": package_versions(),
+        "created": _now(),
+    })
+
+
+def _jsonable(obj: Any, where: str = "$") -> Any:
+    """Convert obj to plain JSON types: tuples/sets to lists, numpy scalars and arrays through
+    .item()/.tolist(), paths to str, dataclasses to dicts, NaN and infinities to None (JSON has
+    no such numbers). Raises TypeError naming the offending key path."""
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return obj
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        out = {}
+        for key, value in obj.items():
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise TypeError(f"{where}: dict key {key!r} of type {type(key).__name__} is not JSON")
+            out[key if isinstance(key, str) else json.dumps(key)] = _jsonable(value, f"{where}.{key}")
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+    if isinstance(obj, (set, frozenset)):
+        items = [_jsonable(v, f"{where}{{}}") for v in obj]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (_dt.datetime, _dt.date)):
+        return obj.isoformat()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _jsonable(dataclasses.asdict(obj), where)
+    if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy / torch arrays and scalars
+        return _jsonable(obj.tolist(), where)
+    if hasattr(obj, "item") and callable(obj.item):
+        return _jsonable(obj.item(), where)
+    raise TypeError(f"{where}: value of type {type(obj).__name__} is not JSON serialisable")
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> Path:
+    """Write obj as indented UTF-8 JSON to path via a temp file in the same folder and os.replace,
+    so readers see the old file or the new one, never half of one. Returns the path."""
+    path = Path(path)
+    text = json.dumps(_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return path
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
+
+
+def _source_cell_index(executed_path: Path, fallback: int | None) -> int | None:
+    """Index, in the source notebook, of the first cell with an error in the executed copy
+    (papermill's own injected-parameters and error-marker cells are not counted)."""
+    try:
+        import nbformat
+
+        nb = nbformat.read(executed_path, as_version=4)
+    except Exception:
+        return fallback
+    index = 0
+    for cell in nb.cells:
+        if _PAPERMILL_TAGS & set(cell.get("metadata", {}).get("tags", [])):
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error" and not (
+                out.get("ename") == "SystemExit" and out.get("evalue") in ("", "0")
+            ):
+                return index
+        if cell.get("metadata", {}).get("papermill", {}).get("exception") is True:
+            return index
+        index += 1
+    return fallback
+
+
+def _error_record(exc: BaseException, executed_path: Path) -> dict:
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(exc, PapermillExecutionError):
+        return {
+            "cell_index": _source_cell_index(executed_path, exc.cell_index),
+            "exec_count": exc.exec_count,
+            "ename": exc.ename,
+            "evalue": str(exc.evalue)[:2000],
+        }
+    return {"cell_index": None, "exec_count": None, "ename": type(exc).__name__,
+            "evalue": str(exc)[:2000]}
+
+
+def run_notebooks(
+    profile: str,
+    only: list[str] | None = None,
+    out_root: str | Path = DEFAULT_OUT_ROOT,
+    parameters: dict | None = None,
+    kernel_name: str | None = "python3",
+    notebooks_dir: str | Path | None = None,
+    cwd: str | Path | None = None,
+    progress_bar: bool | None = None,
+    log: Callable[[str], None] | None = print,
+) -> dict:
+    """Execute the numbered notebooks (those selected by `only`, see select_notebooks) in order
+    with papermill, passing {"PROFILE": profile, **parameters}, the kernel started in `cwd` (the
+    repo root by default, so `import inquire_lib` works). Executed copies go to
+    `<out_root>/<profile>/<name>.ipynb` and the manifest to `<out_root>/<profile>/manifest.json`,
+    rewritten after every notebook. Stops at the first failure and raises NotebookFailed; returns
+    the manifest when all succeed. The progress bar is off when CI is set, unless asked for."""
+    import papermill
+
+    prof = get_profile(profile)  # an unknown name fails here, before any kernel starts
+    params = {"PROFILE": prof.name, **(parameters or {})}
+    if params["PROFILE"] != prof.name:
+        raise ValueError(f"parameters['PROFILE']={params['PROFILE']!r} contradicts profile {prof.name!r}")
+    notebooks = select_notebooks(discover_notebooks(notebooks_dir), only)
+    if not notebooks:
+        folder = notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR
+        raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {folder}")
+    out_dir = run_dir(prof.name, out_root)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path = out_dir / MANIFEST_NAME
+    if progress_bar is None:
+        progress_bar = not _in_ci()
+    workdir = Path(cwd) if cwd is not None else REPO_ROOT
+    say = log or (lambda _msg: None)
+
+    manifest = run_manifest(prof, seed=params.get("SEED"))
+    manifest.update({
+        "parameters": params,
+        "only": list(only) if only is not None else None,
+        "kernel_name": kernel_name,
+        "out_dir": str(out_dir),
+        "started": _now(),
+        "finished": None,
+        "status": "running",
+        "notebooks": [
+            {"name": nb.stem, "source": str(nb), "executed": str(out_dir / nb.name),
+             "duration_s": None, "status": "not run", "error": None}
+            for nb in notebooks
+        ],
+    })
+    write_json_atomic(manifest_path, manifest)
+
+    for i, (nb, entry) in enumerate(zip(notebooks, manifest["notebooks"]), start=1):
+        executed = out_dir / nb.name
+        say(f"[{i}/{len(notebooks)}] {nb.stem} (profile {prof.name})")
+        entry["status"] = "running"
+        write_json_atomic(manifest_path, manifest)
+        t0 = time.perf_counter()
+        try:
+            papermill.execute_notebook(
+                str(nb), str(executed), parameters=params, kernel_name=kernel_name,
+                cwd=str(workdir), progress_bar=progress_bar,
+            )
+        except BaseException as exc:  # record interrupts too, then let them through
+            entry["duration_s"] = round(time.perf_counter() - t0, 3)
+            entry["status"] = "failed"
+            entry["error"] = _error_record(exc, executed)
+            manifest["status"] = "failed"
+            manifest["finished"] = _now()
+            write_json_atomic(manifest_path, manifest)
+            if not isinstance(exc, Exception):
+                raise
+            failure = NotebookFailed(nb.name, executed, entry["error"], manifest)
+            say(f"    FAILED: {failure}")
+            raise failure from exc
+        entry["duration_s"] = round(time.perf_counter() - t0, 3)
+        entry["status"] = "ok"
+        say(f"    ok in {entry['duration_s']:.1f} s -> {executed}")
+
+    manifest["status"] = "ok"
+    manifest["finished"] = _now()
+    write_json_atomic(manifest_path, manifest)
+    return manifest

@@ -1,0 +1,52 @@
+"""Packaging stays consistent: one set of pins in pyproject.toml, environment.yml and the Makefile."""
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+ML_STACK = ("torch", "torchvision", "transformers", "trl", "peft", "bitsandbytes", "accelerate",
+            "datasets", "tokenizers")
+
+
+def _pins(requirements: list[str]) -> dict[str, str]:
+    pins = {}
+    for req in requirements:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)==([A-Za-z0-9_.+-]+)", req.strip())
+        assert m, f"not an exact pin: {req!r}"
+        pins[m.group(1).lower()] = m.group(2)
+    return pins
+
+
+def test_project_metadata():
+    project = PYPROJECT["project"]
+    assert project["requires-python"] == ">=3.11"
+    assert project["scripts"] == {"inquire": "inquire_lib.cli:main"}
+    assert PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"] == ["inquire_lib", "inquire_lib.*"]
+    deps = _pins(project["dependencies"])
+    assert set(ML_STACK) <= set(deps)
+    assert "kernels" not in deps  # it fetches code from a hub at import time
+    assert set(_pins(project["optional-dependencies"]["test"])) == {"pytest", "hypothesis"}
+
+
+def test_pins_match_the_installed_environment():
+    pins = _pins(PYPROJECT["project"]["dependencies"] + PYPROJECT["project"]["optional-dependencies"]["test"])
+    installed = {name: importlib.metadata.version(name) for name in pins}
+    assert {n: v.split("+")[0] for n, v in installed.items()} == pins
+
+
+def test_environment_yml_and_makefile_use_the_same_pins():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert "python=3.11" in env["dependencies"]
+    [pip_section] = [d["pip"] for d in env["dependencies"] if isinstance(d, dict)]
+    assert pip_section[-1] == "-e .[test]"
+    project = PYPROJECT["project"]
+    assert _pins(pip_section[:-1]) == _pins(project["dependencies"] + project["optional-dependencies"]["test"])
+    makefile = (ROOT / "Makefile").read_text()
+    [torch_line] = re.findall(r"^TORCH_PINS := (.*)$", makefile, re.M)
+    assert _pins(torch_line.split()) == {k: _pins(project["dependencies"])[k] for k in ("torch", "torchvision")}

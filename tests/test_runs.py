@@ -1,0 +1,171 @@
+"""The papermill runner: manifests, executed copies, failures that name notebook and cell."""
+from __future__ import annotations
+
+import datetime as dt
+import importlib.metadata
+import json
+import math
+import platform
+import subprocess
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from inquire_lib import runs
+from inquire_lib.profiles import get_profile
+
+
+def _notebook(path: Path, *code: str, parameters: str = 'PROFILE = "cpu"\nOUT = ""') -> Path:
+    """Write a notebook: a markdown cell, a `parameters` cell, then one code cell per string."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    params = nbformat.v4.new_code_cell(parameters)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# test notebook"), params]
+    nb.cells += [nbformat.v4.new_code_cell(src) for src in code]
+    nbformat.write(nb, path)
+    return path
+
+
+WRITE_JSON = (
+    "import json, os, pathlib\n"
+    "pathlib.Path(OUT).write_text(json.dumps({'profile': PROFILE, 'cwd': os.getcwd()}))"
+)
+
+
+@pytest.fixture()
+def nbdir(tmp_path: Path) -> Path:
+    d = tmp_path / "nbs"
+    d.mkdir()
+    _notebook(d / "01_write.ipynb", WRITE_JSON)
+    _notebook(d / "02_fail.ipynb", "raise ValueError('boom in cell two')", "x = 1")
+    _notebook(d / "03_after.ipynb", "y = 2")
+    _notebook(d / "scratch.ipynb", "z = 3")  # not numbered: never run
+    return d
+
+
+def test_discover_and_select(nbdir: Path):
+    found = runs.discover_notebooks(nbdir)
+    assert [p.name for p in found] == ["01_write.ipynb", "02_fail.ipynb", "03_after.ipynb"]
+    assert [p.stem for p in runs.select_notebooks(found, ["03", "01"])] == ["01_write", "03_after"]
+    assert [p.stem for p in runs.select_notebooks(found, ["02_fail.ipynb"])] == ["02_fail"]
+    assert [p.stem for p in runs.select_notebooks(found, ["02_fail"])] == ["02_fail"]
+    assert runs.select_notebooks(found, None) == found
+    with pytest.raises(ValueError, match=r"'09'.*01_write, 02_fail, 03_after"):
+        runs.select_notebooks(found, ["09"])
+
+
+def test_repo_notebooks_are_numbered_and_sorted():
+    names = [p.name for p in runs.NOTEBOOKS]
+    assert names == sorted(names)
+    assert all(p.parent == runs.NOTEBOOKS_DIR and p.name[:2].isdigit() and p.name[2] == "_" for p in runs.NOTEBOOKS)
+
+
+def test_successful_run_writes_copy_and_manifest(nbdir: Path, tmp_path: Path):
+    out = tmp_path / "result.json"
+    started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    manifest = runs.run_notebooks(
+        "smoke", only=["01"], out_root=tmp_path / "runs", parameters={"OUT": str(out)},
+        notebooks_dir=nbdir, log=None,
+    )
+    # the notebook saw the profile parameter and ran in the repo root
+    assert json.loads(out.read_text()) == {"profile": "smoke", "cwd": str(runs.REPO_ROOT)}
+
+    executed = tmp_path / "runs" / "smoke" / "01_write.ipynb"
+    nb = nbformat.read(executed, as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert len(injected) == 1 and 'PROFILE = "smoke"' in injected[0].source
+
+    on_disk = json.loads((tmp_path / "runs" / "smoke" / "manifest.json").read_text())
+    assert on_disk == manifest
+    assert manifest["profile"] == "smoke"
+    assert manifest["settings"] == json.loads(json.dumps(get_profile("smoke").to_dict()))
+    assert manifest["settings"]["sft_steps"] == get_profile("smoke").sft_steps
+    assert manifest["seed"] == get_profile("smoke").seed
+    assert manifest["parameters"] == {"PROFILE": "smoke", "OUT": str(out)}
+    assert manifest["python"] == platform.python_version()
+    assert manifest["packages"]["torch"] == importlib.metadata.version("torch")
+    assert manifest["packages"]["papermill"] == importlib.metadata.version("papermill")
+    assert set(manifest["packages"]) >= {"torch", "transformers", "trl", "peft", "bitsandbytes",
+                                         "datasets", "papermill", "plotly", "ipywidgets"}
+    head = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=runs.REPO_ROOT,
+                          capture_output=True, text=True)
+    if head.returncode == 0:
+        assert manifest["git_sha"] == head.stdout.strip()
+        assert isinstance(manifest["git_dirty"], bool)
+    else:
+        assert manifest["git_sha"] is None
+    assert manifest["status"] == "ok"
+    t0 = dt.datetime.fromisoformat(manifest["started"])
+    t1 = dt.datetime.fromisoformat(manifest["finished"])
+    assert started <= t0 <= t1
+    [entry] = manifest["notebooks"]
+    assert entry["name"] == "01_write" and entry["status"] == "ok" and entry["error"] is None
+    assert 0 < entry["duration_s"] <= (t1 - t0).total_seconds() + 1
+    assert entry["executed"] == str(executed)
+
+
+def test_failure_names_notebook_and_cell_and_stops(nbdir: Path, tmp_path: Path):
+    out = tmp_path / "result.json"
+    with pytest.raises(runs.NotebookFailed) as info:
+        runs.run_notebooks("smoke", out_root=tmp_path / "runs", parameters={"OUT": str(out)},
+                           notebooks_dir=nbdir, log=None)
+    err = info.value
+    # source cells: 0 markdown, 1 parameters, 2 the raise; executed: parameters In [1],
+    # injected parameters In [2], the raise In [3]
+    assert err.notebook == "02_fail.ipynb"
+    assert (err.cell_index, err.exec_count, err.ename, err.evalue) == (2, 3, "ValueError", "boom in cell two")
+    msg = str(err)
+    assert "02_fail.ipynb" in msg and "cell index 2" in msg and "In [3]" in msg
+    assert "ValueError: boom in cell two" in msg
+    assert err.output_path == tmp_path / "runs" / "smoke" / "02_fail.ipynb" and err.output_path.exists()
+
+    manifest = json.loads((tmp_path / "runs" / "smoke" / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and manifest["finished"] is not None
+    statuses = [(e["name"], e["status"]) for e in manifest["notebooks"]]
+    assert statuses == [("01_write", "ok"), ("02_fail", "failed"), ("03_after", "not run")]
+    failed = manifest["notebooks"][1]
+    assert failed["error"] == {"cell_index": 2, "exec_count": 3, "ename": "ValueError",
+                               "evalue": "boom in cell two"}
+    assert failed["duration_s"] > 0
+    assert manifest["notebooks"][2]["duration_s"] is None and manifest["notebooks"][2]["error"] is None
+    assert not (tmp_path / "runs" / "smoke" / "03_after.ipynb").exists()
+    assert json.loads(out.read_text())["profile"] == "smoke"  # 01 did run before the failure
+
+
+def test_bad_arguments_fail_before_any_kernel(nbdir: Path, tmp_path: Path):
+    with pytest.raises(KeyError, match="unknown profile"):
+        runs.run_notebooks("nope", notebooks_dir=nbdir, out_root=tmp_path, log=None)
+    with pytest.raises(ValueError, match="contradicts"):
+        runs.run_notebooks("smoke", parameters={"PROFILE": "cpu"}, notebooks_dir=nbdir,
+                           out_root=tmp_path, log=None)
+    with pytest.raises(FileNotFoundError, match="no notebooks"):
+        runs.run_notebooks("smoke", notebooks_dir=tmp_path / "empty", out_root=tmp_path, log=None)
+    assert not (tmp_path / "smoke").exists()
+
+
+def test_run_manifest_fields():
+    m = runs.run_manifest("cpu", seed=7)
+    assert m["profile"] == "cpu" and m["seed"] == 7
+    assert m["settings"] == json.loads(json.dumps(get_profile("cpu").to_dict()))
+    assert m["settings"]["lora_targets"] == list(get_profile("cpu").lora_targets)
+    assert runs.run_manifest("gpu")["seed"] == get_profile("gpu").seed
+    assert m["packages"]["transformers"] == importlib.metadata.version("transformers")
+    assert m["git_sha"] is None or len(m["git_sha"]) == 40
+    dt.datetime.fromisoformat(m["created"])
+
+
+def test_write_json_atomic(tmp_path: Path):
+    path = tmp_path / "sub" / "m.json"
+    obj = {"a": (1, 2), "nan": math.nan, "inf": -math.inf, "np": np.float32(0.5),
+           "arr": np.arange(3), "p": Path("x/y"), "n": None}
+    assert runs.write_json_atomic(path, obj) == path
+    assert json.loads(path.read_text()) == {"a": [1, 2], "nan": None, "inf": None, "np": 0.5,
+                                            "arr": [0, 1, 2], "p": "x/y", "n": None}
+    before = path.read_text()
+    with pytest.raises(TypeError, match=r"\$\.bad.*object"):
+        runs.write_json_atomic(path, {"bad": object()})
+    assert path.read_text() == before  # the old file survives a failed write
+    assert sorted(p.name for p in path.parent.iterdir()) == ["m.json"]  # no temp files left
