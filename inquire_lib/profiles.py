@@ -1,0 +1,106 @@
+"""Profiles: one code path from a laptop to a GPU.
+
+A profile is a frozen dataclass of sizes and model choices. Notebooks take `PROFILE` (a name) as
+their only papermill parameter of substance; everything else is looked up here, so `smoke` (CI),
+`cpu` (the default main job) and `gpu` (a real checkpoint) run the very same code.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    seed: int = 0
+    # --- data: generated InquireBench ---
+    train_tasks: int = 400
+    test_tasks: int = 120
+    # --- model ---
+    model: str = "tiny:cpu"  # "tiny:<size>" builds offline; anything else is a hub id or local path
+    load_in_4bit: bool = False
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    torch_threads: int = 2
+    # image bounds handed to the processor (pixels); a 360x720 screen becomes 112x224 = 32 tokens
+    min_pixels: int = 28 * 28 * 4
+    max_pixels: int = 28 * 28 * 36
+    # --- prompt ---
+    use_a11y: bool = True  # the accessibility list in the prompt (ablation switch)
+    use_think: bool = True  # pre-action reasoning before the tool call (ablation switch)
+    use_prev_screenshot: bool = True
+    # --- LoRA ---
+    lora: bool = True
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    # --- stage 1: SFT ---
+    sft_steps: int = 600
+    sft_batch: int = 16
+    sft_lr: float = 2e-3
+    sft_warmup_steps: int = 30
+    sft_inquiry_fraction: float = 1.0
+    weak_inquiry_fraction: float = 0.15  # the weak inquirer that GRPO starts from
+    sft_save_steps: int = 200
+    # --- stage 2: action-level GRPO ---
+    grpo_steps: int = 150
+    grpo_prompts_per_step: int = 4
+    num_generations: int = 8
+    grpo_lr: float = 2e-4
+    beta: float = 0.0
+    temperature: float = 1.0
+    max_completion_length: int = 96
+    missed_penalty: float = 0.5
+    needless_penalty: float = 0.5
+    reward_weights: tuple[float, ...] = (1.0, 1.0, 1.0)  # format, action, inquiry
+    # --- stage 3: task-level GRPO ---
+    task_grpo_steps: int = 20
+    task_num_generations: int = 4
+    max_episode_steps: int = 15
+    # --- evaluation ---
+    eval_batch: int = 32
+    eval_max_new_tokens: int = 96
+    eval_tasks: int = 120
+    extra: dict = field(default_factory=dict)
+
+    def replace(self, **changes) -> "Profile":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @property
+    def is_tiny(self) -> bool:
+        return self.model.startswith("tiny:")
+
+
+PROFILES: dict[str, Profile] = {
+    "smoke": Profile(
+        name="smoke", train_tasks=24, test_tasks=12, model="tiny:smoke",
+        sft_steps=6, sft_batch=4, sft_save_steps=3, sft_warmup_steps=1,
+        grpo_steps=2, grpo_prompts_per_step=2, num_generations=4, max_completion_length=64,
+        task_grpo_steps=1, task_num_generations=2, max_episode_steps=6,
+        eval_batch=16, eval_max_new_tokens=64, eval_tasks=12, lora_r=8, lora_alpha=16,
+    ),
+    "cpu": Profile(name="cpu"),
+    "gpu": Profile(
+        name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True,
+        gradient_checkpointing=True, torch_threads=8, min_pixels=28 * 28 * 64,
+        max_pixels=28 * 28 * 512, train_tasks=2000, test_tasks=300, sft_steps=1000, sft_batch=8,
+        sft_lr=1e-4, grpo_lr=1e-5, grpo_steps=300, max_completion_length=256,
+        eval_max_new_tokens=256, eval_tasks=300, lora_r=64, lora_alpha=128,
+    ),
+}
+
+
+def get_profile(name: str | Profile, **overrides) -> Profile:
+    """Look a profile up by name; keyword overrides give a variant (e.g. for ablations)."""
+    if isinstance(name, Profile):
+        base = name
+    else:
+        if name not in PROFILES:
+            raise KeyError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}")
+        base = PROFILES[name]
+    return base.replace(**overrides) if overrides else base
