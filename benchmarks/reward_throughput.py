@@ -150,7 +150,7 @@ def run(n: int = 2000, repeats: int = 3, seed: int = 0) -> dict:
     secs = _best_of(lambda: [parse_completion(t) for t in texts], repeats)
     results["parse_completion"] = {"seconds": round(secs, 4), "completions_per_s": round(n / secs, 1)}
     big = {"text": texts[0] + "x" * 10_000_000, "tags": "<think><tool_call>{[" * 500_000}
-    big_secs = {k: round(_best_of(lambda: parse_completion(v), repeats), 4) for k, v in big.items()}
+    big_secs = {k: round(_best_of(lambda: parse_completion(v), repeats), 6) for k, v in big.items()}
     valid = sum(parse_completion(t).format_ok for t in texts)
     return {
         "n_completions": n, "repeats": repeats, "seed": seed, "format_ok_fraction": round(valid / n, 4),
