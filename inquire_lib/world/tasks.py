@@ -597,15 +597,15 @@ def templates() -> list[str]:
     return [f"{name}:{k}" for name in [*BUILDERS, *SAFE_BUILDERS] for k in range(PHRASINGS)]
 
 
-def generate_task(rng: random.Random, split: str, task_id: str, safe_fraction: float = 0.5) -> Task:
-    """One task: a sub-category (or a safe control), a template and slot values, all from `rng`."""
-    if rng.random() < safe_fraction:
+def generate_task(rng: random.Random, split: str, task_id: str, index: int) -> Task:
+    """Task number `index` of a split: odd indices are safe controls, even ones cycle through the 22
+    sub-categories (so any 44 consecutive tasks cover all of them); template and slots come from `rng`."""
+    if index % 2 == 1:
         name = rng.choice(sorted(SAFE_BUILDERS))
         builder = SAFE_BUILDERS[name]
     else:
-        name = rng.choice(sorted(BUILDERS))
+        name = sorted(BUILDERS)[(index // 2) % len(BUILDERS)]
         builder = BUILDERS[name]
     k = rng.randrange(PHRASINGS) if split == "test" else rng.randrange(PHRASINGS - 1)
-    values = Values(rng, split)
-    flow = builder(values, k)
+    flow = builder(Values(rng, split), k)
     return flow.task(task_id, f"{name}:{k}", {"split": split})

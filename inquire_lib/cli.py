@@ -1,0 +1,85 @@
+"""The `inquire` command: build, validate, run, report."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _build(args) -> int:
+    from .data import build_dataset, fingerprint, save_dataset, stats
+
+    dd = build_dataset(args.seed, args.tasks)
+    save_dataset(dd, args.out)
+    st = stats(dd)
+    for split, s in st.items():
+        print(f"{split}: {s['tasks']} tasks, {s['steps']} steps, {s['inquiry_steps']} inquiry steps, "
+              f"{s['n_categories']} categories, {s['n_subcategories']} sub-categories, {s['safe_tasks']} safe tasks, "
+              f"{s['templates']} templates")
+        print("  categories: " + ", ".join(f"{k} {v}" for k, v in s["categories"].items()))
+    print(f"fingerprint: {fingerprint(dd)}")
+    print(f"written to {args.out}")
+    return 0
+
+
+def _validate(args) -> int:
+    from .external import validate_main
+
+    return validate_main(args.file, args.image_root, args.skip_bad)
+
+
+def _run(args) -> int:
+    from .runs import NotebookFailed, run_notebooks
+
+    try:
+        run_notebooks(args.profile, only=args.only or None)
+    except NotebookFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _report(args) -> int:
+    from .report import report_main
+
+    return report_main(args.run_dir, args.out, args.failures_only)
+
+
+def _profile(args) -> int:
+    from .profiles import get_profile
+
+    print(json.dumps(get_profile(args.name).to_dict(), indent=1))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="inquire", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="generate InquireBench as an HF DatasetDict")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--tasks", type=int, default=400)
+    b.add_argument("--out", required=True)
+    b.set_defaults(fn=_build)
+    v = sub.add_parser("validate", help="check an InquireMobile-format .jsonl file")
+    v.add_argument("file")
+    v.add_argument("--image-root", default=None)
+    v.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
+    v.set_defaults(fn=_validate)
+    r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/")
+    r.add_argument("--profile", default="cpu")
+    r.add_argument("--only", nargs="*", help="notebook prefixes, e.g. 01 02")
+    r.set_defaults(fn=_run)
+    rep = sub.add_parser("report", help="write a self-contained HTML report of a run's evaluation")
+    rep.add_argument("run_dir")
+    rep.add_argument("-o", "--out", default="report.html")
+    rep.add_argument("--failures-only", action="store_true")
+    rep.set_defaults(fn=_report)
+    pr = sub.add_parser("profile", help="print a profile's settings")
+    pr.add_argument("name")
+    pr.set_defaults(fn=_profile)
+    args = p.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""InquireBench as HF `datasets`: generated tasks, expert trajectories, one record per step.
+
+`build_dataset(seed, n_tasks)` is deterministic: every task draws from its own RNG seeded by
+(seed, split, index), so the same seed gives the same bytes and the same fingerprint. The test split
+uses held-out slot values and includes each sub-category's held-out phrasing (see `world.tasks`).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import random
+import shutil
+import tempfile
+from collections import Counter
+from functools import lru_cache
+from pathlib import Path
+
+import datasets
+from PIL import Image
+
+from .taxonomy import SAFE
+from .world.apps import Screen
+from .world.env import PhoneEnv
+from .world.expert import run_expert
+from .world.flow import Task
+from .world.render import render
+from .world.tasks import generate_task
+
+TEST_FRACTION = 0.2
+
+FEATURES = datasets.Features({
+    "id": datasets.Value("string"),
+    "task_id": datasets.Value("string"),
+    "step": datasets.Value("int32"),
+    "num_steps": datasets.Value("int32"),
+    "app": datasets.Value("string"),
+    "template": datasets.Value("string"),
+    "category": datasets.Value("string"),
+    "subcategory": datasets.Value("string"),
+    "instruction": datasets.Value("string"),
+    "history": datasets.List(datasets.Value("string")),
+    "screenshot": datasets.Image(),
+    "prev_screenshot": datasets.Image(),
+    "a11y": datasets.List({
+        "id": datasets.Value("string"), "role": datasets.Value("string"), "text": datasets.Value("string"),
+        "detail": datasets.Value("string"), "bbox": datasets.List(datasets.Value("int32"), length=4),
+    }),
+    "gold_action": datasets.Value("string"),
+    "gold_bbox": datasets.List(datasets.Value("int32"), length=4),
+    "gold_think": datasets.Value("string"),
+    "inquiry_required": datasets.Value("bool"),
+    "inquiry_reason": datasets.Value("string"),
+    "user_reply": datasets.Value("string"),
+})
+
+
+def split_sizes(n_tasks: int) -> dict[str, int]:
+    n_test = max(1, round(n_tasks * TEST_FRACTION))
+    return {"train": n_tasks - n_test, "test": n_test}
+
+
+def generate_tasks(seed: int, split: str, n: int) -> list[Task]:
+    return [generate_task(random.Random(f"inquirebench:{seed}:{split}:{i}"), split, f"{split}-{seed}-{i:05d}", i)
+            for i in range(n)]
+
+
+def task_records(task: Task, env: PhoneEnv | None = None) -> list[dict]:
+    """Step records of the expert's trajectory through one task (screenshots as PIL images)."""
+    env = env or PhoneEnv()
+    recs = run_expert(env, task)
+    out = []
+    for r in recs:
+        gold = r["gold"]
+        bbox = list(gold.screen.element(gold.target).bbox) if gold and gold.target else [-1, -1, -1, -1]
+        out.append({
+            "id": f"{task.task_id}/{r['step']}", "task_id": task.task_id, "step": r["step"], "num_steps": len(recs),
+            "app": task.app, "template": task.template, "category": task.category, "subcategory": task.subcategory,
+            "instruction": task.instruction, "history": r["history"],
+            "screenshot": screen_png(r["screen"]),
+            "prev_screenshot": screen_png(r["prev_screen"]) if r["prev_screen"] is not None else None,
+            "a11y": r["screen"].a11y(),
+            "gold_action": json.dumps(r["action"].to_arguments()), "gold_bbox": bbox, "gold_think": r["think"],
+            "inquiry_required": bool(gold and gold.inquiry), "inquiry_reason": gold.inquiry.reason if gold and gold.inquiry else "",
+            "user_reply": gold.inquiry.reply if gold and gold.inquiry else "",
+        })
+    return out
+
+
+def build_dataset(seed: int, n_tasks: int) -> datasets.DatasetDict:
+    env = PhoneEnv()
+    splits = {}
+    for split, n in split_sizes(n_tasks).items():
+        rows = [rec for task in generate_tasks(seed, split, n) for rec in task_records(task, env)]
+        splits[split] = datasets.Dataset.from_list(rows, features=FEATURES)
+    return datasets.DatasetDict(splits)
+
+
+def fingerprint(dd: datasets.DatasetDict) -> str:
+    """sha256 over every record's fields and screenshot pixels, split by split: same seed, same value."""
+    h = hashlib.sha256()
+    for split in sorted(dd):
+        table = dd[split].with_format("arrow")[:]  # raw PNG bytes without decoding
+        for col in sorted(table.column_names):
+            for value in table.column(col).to_pylist():
+                if isinstance(value, dict) and "bytes" in value:
+                    value = hashlib.sha256(value["bytes"] or b"").hexdigest()
+                h.update(json.dumps(value, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def stats(dd: datasets.DatasetDict) -> dict:
+    out = {}
+    for split, ds in dd.items():
+        tasks = {}
+        for tid, cat, sub, tpl in zip(ds["task_id"], ds["category"], ds["subcategory"], ds["template"]):
+            tasks[tid] = (cat, sub, tpl)
+        out[split] = {
+            "tasks": len(tasks), "steps": len(ds), "inquiry_steps": int(sum(ds["inquiry_required"])),
+            "categories": dict(sorted(Counter(c for c, _, _ in tasks.values()).items())),
+            "subcategories": dict(sorted(Counter(s for _, s, _ in tasks.values()).items())),
+            "n_categories": len({c for c, _, _ in tasks.values()} - {SAFE}),
+            "n_subcategories": len({s for _, s, _ in tasks.values()} - {SAFE}),
+            "safe_tasks": sum(1 for c, _, _ in tasks.values() if c == SAFE),
+            "templates": len({t for _, _, t in tasks.values()}),
+        }
+    return out
+
+
+def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
+    """Write atomically: build in a temp folder beside `out`, then rename into place."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        dd.save_to_disk(str(tmp))
+        (tmp / "inquirebench.json").write_text(json.dumps({"fingerprint": fingerprint(dd), "stats": stats(dd)}, indent=1))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("INQUIRE_CACHE", Path(__file__).resolve().parent.parent / ".cache"))
+
+
+def load_or_build(seed: int, n_tasks: int) -> datasets.DatasetDict:
+    """The generated benchmark for (seed, n_tasks), cached on disk after the first build."""
+    path = cache_dir() / "data" / f"inquirebench-s{seed}-n{n_tasks}"
+    if (path / "inquirebench.json").exists():
+        return datasets.load_from_disk(str(path))
+    save_dataset(build_dataset(seed, n_tasks), path)
+    return datasets.load_from_disk(str(path))
+
+
+def png_bytes(img: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+@lru_cache(maxsize=8192)
+def _screen_png(screen: Screen) -> bytes:
+    return png_bytes(render(screen))
+
+
+def screen_png(screen: Screen) -> dict:
+    """A screen as the `datasets.Image` feature stores it (encoded once per distinct screen)."""
+    return {"bytes": _screen_png(screen), "path": None}
