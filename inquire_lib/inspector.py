@@ -1,0 +1,455 @@
+"""Reading evaluation runs from disk, filtering step predictions, and the ipywidgets inspector.
+
+A run directory is `papermill_runs/<profile>/`; this module reads
+`eval/<checkpoint>/step_predictions.jsonl` (required), `eval/<checkpoint>/trajectories.jsonl`
+(optional, task-level episodes), `eval/screens/*.png` and `metrics/step_*.json`.
+`load_run`, `filter_steps` and `episodes` are plain functions; `Inspector` is the widget app.
+"""
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image
+
+from . import viz
+
+
+class PredictionFormatError(ValueError):
+    """A predictions file does not follow the step_predictions.jsonl schema."""
+
+
+_TYPES = {  # field -> accepted types (None allowed only where listed)
+    "checkpoint": (str,), "id": (str,), "task_id": (str,), "step": (int,), "category": (str,),
+    "subcategory": (str,), "instruction": (str,), "history": (list,), "inquiry_required": (bool,),
+    "inquiry_reason": (str,), "gold_action": (dict,), "gold_bbox": (list,), "raw_output": (str,),
+    "think": (str, type(None)), "parsed_action": (dict, type(None)),
+    "parse_error": (str, type(None)), "format_ok": (bool,), "type_ok": (bool,), "arg_ok": (bool,),
+    "outcome": (str,), "screenshot": (str,), "frame": (dict,),
+}
+_FRAME_KEYS = ("screen_w", "screen_h", "model_w", "model_h")
+
+
+def validate_prediction(rec: object, where: str) -> dict:
+    """Return `rec` if it follows the step-prediction schema, else raise PredictionFormatError.
+
+    `where` ("file:line") prefixes every message, which names the offending field.
+    """
+    if not isinstance(rec, dict):
+        raise PredictionFormatError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    for name, types in _TYPES.items():
+        if name not in rec:
+            raise PredictionFormatError(f"{where}: field '{name}' is missing")
+        value = rec[name]
+        # bool is an int subclass: a step of `true` is a schema error, not step 1
+        if not isinstance(value, types) or (name == "step" and isinstance(value, bool)):
+            raise PredictionFormatError(
+                f"{where}: field '{name}' has type {type(value).__name__}, expected "
+                + " or ".join("null" if t is type(None) else t.__name__ for t in types))
+    if rec["outcome"] not in viz.OUTCOMES:
+        raise PredictionFormatError(
+            f"{where}: field 'outcome' is {rec['outcome']!r}, expected one of {list(viz.OUTCOMES)}")
+    bbox = rec["gold_bbox"]
+    if len(bbox) != 4 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bbox):
+        raise PredictionFormatError(f"{where}: field 'gold_bbox' must be 4 numbers, got {bbox!r}")
+    for key in _FRAME_KEYS:
+        v = rec["frame"].get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+            raise PredictionFormatError(f"{where}: field 'frame.{key}' must be a positive int, got {v!r}")
+    for name in ("gold_action", "parsed_action"):
+        if rec[name] is not None and not isinstance(rec[name].get("action"), str):
+            raise PredictionFormatError(f"{where}: field '{name}.action' must be a string")
+    if not all(isinstance(h, str) for h in rec["history"]):
+        raise PredictionFormatError(f"{where}: field 'history' must be a list of strings")
+    rewards = rec.get("rewards")
+    if rewards is not None:
+        if not isinstance(rewards, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in rewards.values()):
+            raise PredictionFormatError(f"{where}: field 'rewards' must map names to numbers")
+    return rec
+
+
+def _read_jsonl(path: Path) -> list[tuple[int, object]]:
+    """(line number, parsed JSON) for each non-blank line; a JSON error names file and line."""
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append((lineno, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise PredictionFormatError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+    return out
+
+
+def read_predictions(path: str | Path) -> list[dict]:
+    """Validated records of one step_predictions.jsonl, in file order; ids must be unique."""
+    path = Path(path)
+    preds, seen = [], {}
+    for lineno, rec in _read_jsonl(path):
+        rec = validate_prediction(rec, f"{path}:{lineno}")
+        key = (rec["checkpoint"], rec["id"])
+        if key in seen:
+            raise PredictionFormatError(
+                f"{path}:{lineno}: field 'id' {rec['id']!r} repeats line {seen[key]}")
+        seen[key] = lineno
+        preds.append(rec)
+    return preds
+
+
+@dataclass
+class RunData:
+    """Everything the inspector and report read from one run directory."""
+
+    run_dir: Path
+    preds: list[dict]                       # every checkpoint's step predictions, checkpoint order
+    checkpoints: list[str]                  # values of the records' `checkpoint` field
+    trajectories: dict[str, list[dict]] = field(default_factory=dict)  # per checkpoint; may be empty
+    metrics: dict[str, dict] = field(default_factory=dict)  # metrics/step_<checkpoint>.json
+    _images: dict[str, Image.Image] = field(default_factory=dict, repr=False)
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.run_dir / "eval"
+
+    def by_id(self, checkpoint: str, pred_id: str) -> dict | None:
+        """The prediction of `checkpoint` for step `pred_id`, or None."""
+        for p in self.preds:
+            if p["checkpoint"] == checkpoint and p["id"] == pred_id:
+                return p
+        return None
+
+    def screenshot(self, pred: dict) -> Image.Image:
+        """The step's screen-frame screenshot (cached); a missing file names the record."""
+        rel = pred["screenshot"]
+        if rel not in self._images:
+            path = (self.eval_dir / rel).resolve()
+            if not path.is_file():
+                raise FileNotFoundError(f"screenshot {path} of prediction {pred['id']!r} "
+                                        f"({pred['checkpoint']}) does not exist")
+            with Image.open(path) as im:
+                self._images[rel] = im.convert("RGB")
+        return self._images[rel]
+
+
+def load_run(run_dir: str | Path) -> RunData:
+    """Read every eval/<checkpoint>/step_predictions.jsonl (and trajectories.jsonl, metrics) of a run.
+
+    Checkpoint directories are read in name order. Raises FileNotFoundError when the run has no
+    predictions file, PredictionFormatError when they hold no record or a malformed one (file,
+    line, field).
+    """
+    run_dir = Path(run_dir)
+    eval_dir = run_dir / "eval"
+    files = sorted(eval_dir.glob("*/step_predictions.jsonl"))
+    if not files:
+        raise FileNotFoundError(f"no eval/<checkpoint>/step_predictions.jsonl under {run_dir}")
+    preds: list[dict] = []
+    checkpoints: list[str] = []
+    trajectories: dict[str, list[dict]] = {}
+    for path in files:
+        recs = read_predictions(path)
+        preds.extend(recs)
+        for rec in recs:
+            if rec["checkpoint"] not in checkpoints:
+                checkpoints.append(rec["checkpoint"])
+        traj = path.parent / "trajectories.jsonl"
+        if traj.is_file():
+            # Task-level episodes: kept as written; only their JSON validity is checked here.
+            name = recs[0]["checkpoint"] if recs else path.parent.name
+            trajectories[name] = [r for _, r in _read_jsonl(traj)]
+    if not preds:
+        raise PredictionFormatError(f"the step_predictions.jsonl files under {eval_dir} hold no records")
+    metrics = {}
+    for path in sorted((run_dir / "metrics").glob("step_*.json")):
+        try:
+            metrics[path.stem[len("step_"):]] = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise PredictionFormatError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    return RunData(run_dir=run_dir, preds=preds, checkpoints=checkpoints,
+                   trajectories=trajectories, metrics=metrics)
+
+
+def filter_steps(preds: list[dict], checkpoint: str | None = None, category: str | None = None,
+                 subcategory: str | None = None, outcome: str | None = None) -> list[dict]:
+    """Predictions matching every given field (None matches anything), in input order."""
+    wanted = {"checkpoint": checkpoint, "category": category, "subcategory": subcategory,
+              "outcome": outcome}
+    wanted = {k: v for k, v in wanted.items() if v is not None}
+    return [p for p in preds if all(p[k] == v for k, v in wanted.items())]
+
+
+def episodes(preds: list[dict]) -> list[str]:
+    """Distinct task ids of `preds`, in order of first appearance."""
+    return list(dict.fromkeys(p["task_id"] for p in preds))
+
+
+def episode_steps(preds: list[dict], checkpoint: str, task_id: str) -> list[dict]:
+    """All predictions of one checkpoint for one task, sorted by step."""
+    return sorted((p for p in preds if p["checkpoint"] == checkpoint and p["task_id"] == task_id),
+                  key=lambda p: p["step"])
+
+
+def outcome_options(preds: list[dict]) -> list[str]:
+    """Outcomes present in `preds`: missed_inquiry first when present, then OUTCOMES order."""
+    present = {p["outcome"] for p in preds}
+    order = ("missed_inquiry",) + tuple(o for o in viz.OUTCOMES if o != "missed_inquiry")
+    return [o for o in order if o in present]
+
+
+_UNSET = object()
+_ALL = "(all)"   # dropdown value meaning "no filter" (ipywidgets shows a None value as blank)
+_NONE_B = "—"    # checkpoint B dropdown value meaning "no side-by-side"
+
+
+def _val(value: str) -> str | None:
+    return None if value in (_ALL, _NONE_B) else value
+
+
+class Inspector:
+    """Widget app: pick checkpoint(s), filters, an episode and a step; see overlays and text.
+
+    Driven headless through `select(...)`, `state` and `current` / `current_b`; `widget` is the
+    top-level ipywidgets container and `show()` displays it.
+
+    The episode list holds the tasks with at least one step matching the filters; the step slider
+    runs over every step of the chosen episode (for context). After a checkpoint or filter change
+    the shown step stays when it still matches, else moves to the episode's first matching step.
+    Checkpoint B, when set, shows the step with the same id side by side.
+    """
+
+    def __init__(self, run_dir: str | Path | RunData, frame: str = "screen"):
+        import ipywidgets as w
+
+        self.run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
+        self._w = w
+        self._busy = False
+        ckpts = self.run.checkpoints
+        self.checkpoint_dd = w.Dropdown(options=ckpts, value=ckpts[0], description="checkpoint A")
+        self.checkpoint_b_dd = w.Dropdown(options=[_NONE_B] + ckpts, value=_NONE_B,
+                                          description="checkpoint B")
+        self.category_dd = w.Dropdown(options=[_ALL], value=_ALL, description="category")
+        self.subcategory_dd = w.Dropdown(options=[_ALL], value=_ALL, description="subcategory")
+        self.outcome_dd = w.Dropdown(options=[_ALL], value=_ALL, description="outcome")
+        self.episode_dd = w.Dropdown(options=[], description="episode")
+        self.frame_tb = w.ToggleButtons(options=["screen", "model"], value=frame, description="frame")
+        self.step_slider = w.IntSlider(min=0, max=0, value=0, description="step #",
+                                       continuous_update=False)
+        self.play = w.Play(min=0, max=0, interval=1200, description="play")
+        w.jslink((self.play, "value"), (self.step_slider, "value"))
+        self.step_label = w.HTML()
+        self.strip_box = w.Box()
+        self.fig_box = w.HBox()
+        self.text_box = w.HBox()
+        self.figure_a = self.figure_b = self.strip = None
+        self._steps: list[dict] = []  # every step of the current episode in checkpoint A
+
+        self._fill_filter_options(keep=False)
+        self._fill_episodes()
+        self._render()
+        self.checkpoint_dd.observe(
+            lambda _c: self._guarded(lambda: self._fill_filter_options(keep=True),
+                                     self._fill_episodes, self._render), names="value")
+        self.category_dd.observe(
+            lambda _c: self._guarded(self._fill_subcategories, self._fill_episodes, self._render),
+            names="value")
+        for dd in (self.subcategory_dd, self.outcome_dd):
+            dd.observe(lambda _c: self._guarded(self._fill_episodes, self._render), names="value")
+        self.episode_dd.observe(
+            lambda _c: self._guarded(lambda: self._fill_steps(keep=False), self._render),
+            names="value")
+        for dd in (self.checkpoint_b_dd, self.frame_tb, self.step_slider):
+            dd.observe(lambda _c: self._guarded(self._render), names="value")
+
+        controls = w.VBox([
+            w.HBox([self.checkpoint_dd, self.checkpoint_b_dd, self.frame_tb]),
+            w.HBox([self.category_dd, self.subcategory_dd, self.outcome_dd]),
+            w.HBox([self.episode_dd, self.play, self.step_slider, self.step_label]),
+        ])
+        self.widget = w.VBox([controls, self.strip_box, w.HBox([self.fig_box, self.text_box])])
+
+    # ----- state -------------------------------------------------------------------------------
+    def _preds_a(self) -> list[dict]:
+        return filter_steps(self.run.preds, checkpoint=self.checkpoint_dd.value)
+
+    def _filtered(self) -> list[dict]:
+        return filter_steps(self._preds_a(), category=_val(self.category_dd.value),
+                            subcategory=_val(self.subcategory_dd.value),
+                            outcome=_val(self.outcome_dd.value))
+
+    @property
+    def current(self) -> dict | None:
+        """The shown prediction of checkpoint A, or None when nothing matches."""
+        return self._steps[self.step_slider.value] if self._steps else None
+
+    @property
+    def current_b(self) -> dict | None:
+        """The prediction of checkpoint B with the shown step's id, or None."""
+        cur, b = self.current, _val(self.checkpoint_b_dd.value)
+        return self.run.by_id(b, cur["id"]) if cur is not None and b is not None else None
+
+    @property
+    def state(self) -> dict:
+        """Current selections (None = all / unset), the listed episodes and the shown ids."""
+        cur, cur_b = self.current, self.current_b
+        return {
+            "checkpoint": self.checkpoint_dd.value, "checkpoint_b": _val(self.checkpoint_b_dd.value),
+            "category": _val(self.category_dd.value),
+            "subcategory": _val(self.subcategory_dd.value), "outcome": _val(self.outcome_dd.value),
+            "episode": self.episode_dd.value, "episodes": list(self.episode_dd.options),
+            "step": cur["step"] if cur else None, "frame": self.frame_tb.value,
+            "id": cur["id"] if cur else None, "id_b": cur_b["id"] if cur_b else None,
+        }
+
+    # ----- updates -----------------------------------------------------------------------------
+    def _guarded(self, *steps) -> None:
+        # Programmatic changes fire observers too; one user change must run one update chain.
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            for step in steps:
+                step()
+        finally:
+            self._busy = False
+
+    @staticmethod
+    def _set_options(dd, values: list[str], value: str) -> None:
+        dd.options = [_ALL] + values
+        dd.value = value if value in values else _ALL
+
+    def _fill_filter_options(self, keep: bool) -> None:
+        preds = self._preds_a()
+        self._set_options(self.category_dd, sorted({p["category"] for p in preds}),
+                          self.category_dd.value if keep else _ALL)
+        self._fill_subcategories(keep=keep)
+        outcomes = outcome_options(preds)
+        default = "missed_inquiry" if "missed_inquiry" in outcomes else _ALL
+        self._set_options(self.outcome_dd, outcomes, self.outcome_dd.value if keep else default)
+
+    def _fill_subcategories(self, keep: bool = False) -> None:
+        preds = filter_steps(self._preds_a(), category=_val(self.category_dd.value))
+        self._set_options(self.subcategory_dd, sorted({p["subcategory"] for p in preds}),
+                          self.subcategory_dd.value if keep else _ALL)
+
+    def _fill_episodes(self) -> None:
+        tasks = episodes(self._filtered())
+        old = self.episode_dd.value
+        self.episode_dd.options = tasks
+        self.episode_dd.value = old if old in tasks else (tasks[0] if tasks else None)
+        self._fill_steps(keep=self.episode_dd.value == old)
+
+    def _fill_steps(self, keep: bool) -> None:
+        """Load the episode's steps; keep the shown step number if asked and still matching."""
+        old = self.current["step"] if keep and self.current else None
+        task = self.episode_dd.value
+        self._steps = episode_steps(self.run.preds, self.checkpoint_dd.value, task) if task else []
+        self.step_slider.max = self.play.max = max(len(self._steps) - 1, 0)
+        matching = {p["id"] for p in self._filtered()}
+        idx = [i for i, p in enumerate(self._steps) if p["id"] in matching]
+        kept = [i for i in idx if self._steps[i]["step"] == old]
+        self.step_slider.value = (kept or idx or [0])[0]
+
+    def select(self, checkpoint=_UNSET, checkpoint_b=_UNSET, category=_UNSET, subcategory=_UNSET,
+               outcome=_UNSET, episode=_UNSET, step=_UNSET, frame=_UNSET) -> dict:
+        """Set the given selections in the order listed and return `state`.
+
+        None means "all" for the filters and "no side-by-side" for checkpoint_b; `step` is a step
+        number of the chosen episode. A value not on offer raises ValueError.
+        """
+        def pick(dd, value, what, none=_ALL):
+            value = none if value is None else value
+            if value not in dd.options:
+                raise ValueError(f"{what} {value!r} is not one of {list(dd.options)}")
+            dd.value = value
+
+        self._busy = True
+        try:
+            if checkpoint is not _UNSET:
+                pick(self.checkpoint_dd, checkpoint, "checkpoint")
+                self._fill_filter_options(keep=True)
+            if checkpoint_b is not _UNSET:
+                pick(self.checkpoint_b_dd, checkpoint_b, "checkpoint_b", none=_NONE_B)
+            if category is not _UNSET:
+                pick(self.category_dd, category, "category")
+                self._fill_subcategories()
+            if subcategory is not _UNSET:
+                pick(self.subcategory_dd, subcategory, "subcategory")
+            if any(v is not _UNSET for v in (checkpoint, category, subcategory, outcome)):
+                if outcome is not _UNSET:
+                    pick(self.outcome_dd, outcome, "outcome")
+                self._fill_episodes()
+            if episode is not _UNSET:
+                pick(self.episode_dd, episode, "episode")
+                self._fill_steps(keep=False)
+            if step is not _UNSET:
+                numbers = [p["step"] for p in self._steps]
+                if step not in numbers:
+                    raise ValueError(f"step {step!r} is not one of {numbers}")
+                self.step_slider.value = numbers.index(step)
+            if frame is not _UNSET:
+                pick(self.frame_tb, frame, "frame")
+            self._render()
+        finally:
+            self._busy = False
+        return self.state
+
+    # ----- rendering ---------------------------------------------------------------------------
+    def _figure_widget(self, fig):
+        # FigureWidget needs anywidget; without it, a static figure goes into an Output widget.
+        try:
+            import anywidget  # noqa: F401
+        except ImportError:
+            out = self._w.Output()
+            with out:
+                fig.show()
+            return out
+        import plotly.graph_objects as go
+
+        return go.FigureWidget(fig)
+
+    def _render(self) -> None:
+        w = self._w
+        cur = self.current
+        self.figure_a = self.figure_b = self.strip = None
+        if cur is None:
+            self.step_label.value = "<i>no step matches these filters</i>"
+            self.fig_box.children, self.strip_box.children, self.text_box.children = (), (), ()
+            return
+        self.step_label.value = (
+            f"step {cur['step']} ({self.step_slider.value + 1}/{len(self._steps)}) · "
+            f"<b style='color:{viz.OUTCOME_COLORS[cur['outcome']]}'>{cur['outcome']}</b>")
+        try:
+            shots = [self.run.screenshot(p) for p in self._steps]
+            self.strip = viz.trajectory_strip(self._steps, shots, highlight_step=cur["step"])
+            self.strip_box.children = (self._figure_widget(self.strip),)
+        except FileNotFoundError as exc:
+            self.strip_box.children = (w.HTML(f"<pre>{html.escape(str(exc))}</pre>"),)
+        b_name = _val(self.checkpoint_b_dd.value)
+        shown = [("A", cur)] + ([("B", self.current_b)] if b_name is not None else [])
+        figs, texts = [], []
+        for side, pred in shown:
+            if pred is None:
+                figs.append(w.HTML(f"<i>checkpoint {html.escape(b_name)} has no step "
+                                   f"{html.escape(cur['id'])}</i>"))
+                continue
+            try:
+                fig = viz.step_figure(pred, self.run.screenshot(pred), frame=self.frame_tb.value)
+            except FileNotFoundError as exc:
+                figs.append(w.HTML(f"<pre>{html.escape(str(exc))}</pre>"))
+            else:
+                setattr(self, "figure_a" if side == "A" else "figure_b", fig)
+                figs.append(self._figure_widget(fig))
+            texts.append(w.HTML(viz.step_details_html(pred),
+                                layout=w.Layout(width="420px" if b_name else "560px")))
+        self.fig_box.children = tuple(figs)
+        self.text_box.children = tuple(texts)
+
+    def show(self) -> None:
+        """Display the app in the running notebook."""
+        from IPython.display import display
+
+        display(self.widget)

@@ -1,0 +1,217 @@
+"""Tests of inquire_lib.inspector: reading runs, schema errors, filters, and the headless widget app."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import synthetic_run as syn  # noqa: E402
+
+from inquire_lib import viz  # noqa: E402
+from inquire_lib.inspector import (  # noqa: E402
+    Inspector, PredictionFormatError, episodes, filter_steps, load_run, outcome_options,
+    read_predictions,
+)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    return syn.write_run(tmp_path_factory.mktemp("run"))
+
+
+def _ids(preds):
+    return [p["id"] for p in preds]
+
+
+def test_synthetic_records_carry_exactly_the_contract_fields():
+    for p in syn.all_preds():
+        assert set(p) - {"rewards"} == set(syn.SCHEMA_FIELDS)
+        assert ("rewards" in p) == (p["checkpoint"] == "sft")
+
+
+def test_load_run_reads_every_checkpoint(run_dir):
+    run = load_run(run_dir)
+    assert run.checkpoints == ["base", "sft"]
+    assert len(run.preds) == 2 * len(syn.SPEC)
+    assert [p["checkpoint"] for p in run.preds] == ["base"] * 8 + ["sft"] * 8
+    assert run.preds == syn.all_preds()  # the schema round-trips unchanged
+    assert run.trajectories == {}  # absent trajectories.jsonl is not an error
+    assert run.metrics["sft"]["type_accuracy"] == 0.5 and set(run.metrics) == {"base", "sft"}
+    shot = run.screenshot(run.preds[0])
+    assert shot.size == (360, 720) and shot.getpixel((100, 500)) == syn.MAGENTA
+    assert run.by_id("sft", "t2_safe/0")["outcome"] == "needless_inquiry"
+    assert run.by_id("sft", "nope/0") is None
+
+
+def test_load_run_reads_trajectories_when_present(tmp_path):
+    run = load_run(syn.write_run(tmp_path, trajectories=True, metrics=False))
+    assert run.trajectories == {c: [{"task_id": "t0_risk", "success": True, "steps": 3}]
+                                for c in ("base", "sft")}
+    assert run.metrics == {}
+
+
+def test_missing_run_and_missing_screenshot_name_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="step_predictions.jsonl under"):
+        load_run(tmp_path)
+    empty = tmp_path / "empty" / "eval" / "sft"
+    empty.mkdir(parents=True)
+    (empty / "step_predictions.jsonl").write_text("\n")
+    with pytest.raises(PredictionFormatError, match="hold no records"):
+        load_run(tmp_path / "empty")
+    run = load_run(syn.write_run(tmp_path))
+    (run.eval_dir / "screens" / "t0_risk_0.png").unlink()
+    with pytest.raises(FileNotFoundError, match=r"t0_risk_0\.png of prediction 't0_risk/0'"):
+        run.screenshot(run.preds[0])
+
+
+@pytest.mark.parametrize("mutate,message", [
+    (lambda r: r.pop("gold_bbox"), "field 'gold_bbox' is missing"),
+    (lambda r: r.update(step="1"), "field 'step' has type str, expected int"),
+    (lambda r: r.update(step=True), "field 'step' has type bool, expected int"),
+    (lambda r: r.update(think=3), "field 'think' has type int, expected str or null"),
+    (lambda r: r.update(outcome="great"), "field 'outcome' is 'great'"),
+    (lambda r: r.update(gold_bbox=[1, 2, 3]), "field 'gold_bbox' must be 4 numbers"),
+    (lambda r: r["frame"].pop("model_w"), "field 'frame.model_w' must be a positive int"),
+    (lambda r: r.update(parsed_action={"coordinate": [1, 2]}), "field 'parsed_action.action'"),
+    (lambda r: r.update(history=["ok", 2]), "field 'history' must be a list of strings"),
+    (lambda r: r.update(rewards={"format": "high"}), "field 'rewards' must map names to numbers"),
+])
+def test_schema_errors_name_file_line_and_field(tmp_path, mutate, message):
+    recs = syn.all_preds()[:3]
+    mutate(recs[1])
+    path = tmp_path / "step_predictions.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with pytest.raises(PredictionFormatError) as err:
+        read_predictions(path)
+    assert str(err.value).startswith(f"{path}:2: ")
+    assert message in str(err.value)
+
+
+def test_bad_json_and_duplicate_ids_are_reported(tmp_path):
+    path = tmp_path / "step_predictions.jsonl"
+    recs = syn.all_preds()[:2]
+    path.write_text(json.dumps(recs[0]) + "\n\n{not json\n")
+    with pytest.raises(PredictionFormatError, match=r"step_predictions\.jsonl:3: invalid JSON"):
+        read_predictions(path)
+    path.write_text(json.dumps(recs[0]) + "\n" + json.dumps(recs[0]) + "\n")
+    with pytest.raises(PredictionFormatError, match=r":2: field 'id' 't0_risk/0' repeats line 1"):
+        read_predictions(path)
+
+
+def test_filter_steps_values_in_ids_out():
+    preds = syn.all_preds()
+    assert _ids(filter_steps(preds, checkpoint="sft", outcome="missed_inquiry")) == [
+        "t0_risk/1", "t3_intent/0"]
+    assert _ids(filter_steps(preds, checkpoint="base", outcome="missed_inquiry")) == [
+        "t0_risk/1", "t1_privacy/0"]
+    assert _ids(filter_steps(preds, checkpoint="base", category="safe")) == ["t2_safe/0", "t2_safe/1"]
+    assert _ids(filter_steps(preds, subcategory="login_credentials", outcome="unparseable")) == [
+        "t1_privacy/1"]
+    assert [p["checkpoint"] for p in filter_steps(preds, outcome="unparseable")] == ["base", "sft"]
+    assert filter_steps(preds, category="risk", outcome="needless_inquiry") == []
+    assert len(filter_steps(preds)) == 16
+
+
+def test_episodes_keep_first_appearance_order():
+    preds = syn.all_preds()
+    assert episodes(preds) == ["t0_risk", "t1_privacy", "t2_safe", "t3_intent"]
+    assert episodes(filter_steps(preds, checkpoint="sft", outcome="missed_inquiry")) == [
+        "t0_risk", "t3_intent"]
+    assert episodes(list(reversed(preds))) == ["t3_intent", "t2_safe", "t1_privacy", "t0_risk"]
+    assert episodes([]) == []
+
+
+def test_outcome_options_put_missed_inquiry_first():
+    assert outcome_options(syn.all_preds()) == [
+        "missed_inquiry", "correct", "needless_inquiry", "wrong_type", "wrong_argument",
+        "unparseable"]
+    only = [p for p in syn.all_preds() if p["outcome"] in ("wrong_type", "correct")]
+    assert outcome_options(only) == ["correct", "wrong_type"]
+
+
+def test_inspector_defaults_to_first_missed_inquiry(run_dir):
+    insp = Inspector(run_dir)
+    s = insp.state
+    assert (s["checkpoint"], s["checkpoint_b"], s["outcome"], s["category"]) == (
+        "base", None, "missed_inquiry", None)
+    assert s["episodes"] == ["t0_risk", "t1_privacy"]
+    assert (s["episode"], s["step"], s["id"], s["id_b"]) == ("t0_risk", 1, "t0_risk/1", None)
+    assert insp.step_slider.max == 2 and insp.play.max == 2  # the whole episode, for context
+    assert isinstance(insp.figure_a, go.Figure) and insp.figure_b is None
+    assert "t0_risk/1" in insp.figure_a.layout.title.text
+    assert len(insp.strip.layout.images) == 3
+    assert [s.line.width for s in insp.strip.layout.shapes] == [3, 7, 3]
+    assert isinstance(insp.fig_box.children[0], go.FigureWidget)
+    assert "t0_risk/1" in insp.text_box.children[0].value
+    assert insp.widget.children[0] is not None
+
+
+def test_inspector_select_drives_the_shown_step(run_dir):
+    insp = Inspector(run_dir)
+    s = insp.select(checkpoint="sft", outcome="missed_inquiry", episode="t3_intent")
+    assert (s["id"], s["episodes"]) == ("t3_intent/0", ["t0_risk", "t3_intent"])
+    assert insp.current["outcome"] == "missed_inquiry" and insp.current["checkpoint"] == "sft"
+
+    s = insp.select(outcome=None, category="privacy")
+    assert (s["episodes"], s["id"]) == (["t1_privacy"], "t1_privacy/0")
+    assert [o for o in insp.subcategory_dd.options] == ["(all)", "login_credentials"]
+    s = insp.select(step=1)
+    assert s["id"] == "t1_privacy/1" and insp.current["outcome"] == "unparseable"
+
+    # the same step, side by side with checkpoint B
+    s = insp.select(checkpoint_b="base")
+    assert (s["id"], s["id_b"]) == ("t1_privacy/1", "t1_privacy/1")
+    assert insp.current_b["checkpoint"] == "base" and insp.current_b["outcome"] == "wrong_type"
+    assert "base" in insp.figure_b.layout.title.text and "sft" in insp.figure_a.layout.title.text
+    assert len(insp.fig_box.children) == 2 and len(insp.text_box.children) == 2
+
+    # switching checkpoint A keeps a step that still matches the filters
+    s = insp.select(checkpoint="base")
+    assert (s["checkpoint"], s["id"], s["id_b"]) == ("base", "t1_privacy/1", "t1_privacy/1")
+
+    s = insp.select(frame="model")
+    assert s["id"] == "t1_privacy/1"
+    assert list(insp.figure_a.layout.xaxis.range) == [0, 112]
+    assert list(insp.figure_b.layout.yaxis.range) == [224, 0]
+
+
+def test_inspector_widget_events_update_state(run_dir):
+    insp = Inspector(run_dir)
+    insp.outcome_dd.value = "wrong_type"  # as a click in the browser would
+    assert (insp.state["id"], insp.state["episodes"]) == ("t1_privacy/1", ["t1_privacy"])
+    insp.checkpoint_dd.value = "sft"
+    assert (insp.state["id"], insp.state["episodes"]) == ("t2_safe/1", ["t2_safe"])
+    insp.step_slider.value = 0
+    assert insp.state["id"] == "t2_safe/0" and insp.current["outcome"] == "needless_inquiry"
+    insp.category_dd.value = "risk"
+    assert insp.state["id"] is None and insp.current is None  # no risk step has wrong_type
+    assert "no step matches" in insp.step_label.value and insp.fig_box.children == ()
+    insp.outcome_dd.value = "(all)"
+    assert insp.state["episodes"] == ["t0_risk"] and insp.state["id"] == "t0_risk/0"
+
+
+def test_inspector_rejects_values_not_on_offer(run_dir):
+    insp = Inspector(run_dir)
+    with pytest.raises(ValueError, match="checkpoint 'grpo' is not one of"):
+        insp.select(checkpoint="grpo")
+    with pytest.raises(ValueError, match="step 7 is not one of"):
+        insp.select(step=7)
+    with pytest.raises(ValueError, match="episode 't2_safe' is not one of"):
+        insp.select(episode="t2_safe")  # no missed inquiry in that episode
+    assert insp.state["id"] == "t0_risk/1"
+
+
+def test_inspector_reports_a_missing_b_step(tmp_path):
+    run = syn.write_run(tmp_path)
+    lines = (run / "eval" / "base" / "step_predictions.jsonl").read_text().splitlines()
+    (run / "eval" / "base" / "step_predictions.jsonl").write_text(
+        "".join(line + "\n" for line in lines if '"t3_intent/0"' not in line))
+    insp = Inspector(run)
+    s = insp.select(checkpoint="sft", checkpoint_b="base", episode="t3_intent")
+    assert (s["id"], s["id_b"]) == ("t3_intent/0", None)
+    assert "checkpoint base has no step t3_intent/0" in insp.fig_box.children[1].value
+    assert viz.OUTCOME_COLORS["missed_inquiry"] in insp.step_label.value

@@ -1,0 +1,190 @@
+"""Tests of inquire_lib.report: the HTML file's content, and its rendering in headless Chromium."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).parent))
+import synthetic_run as syn  # noqa: E402
+
+from inquire_lib.report import report_main, select_steps, write_report  # noqa: E402
+
+GOLD_RGB = (255, 214, 0)  # viz.GOLD_COLOR
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--virtual-time-budget=5000"]
+
+
+def _cards(text: str) -> list[str]:
+    return re.findall(r"<div class=['\"]card['\"][^>]*>", text)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    run = syn.write_run(root)
+    path = write_report(run, root / "out" / "report.html")
+    return path, path.read_text(encoding="utf-8")
+
+
+def test_report_is_one_self_contained_file(report):
+    path, text = report
+    assert sorted(p.name for p in path.parent.iterdir()) == ["report.html"]  # no temp left over
+    umask = os.umask(0)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+    # plotly.js inlined exactly once, nothing fetched from the network
+    assert len(re.findall(r"plotly\.js v\d+\.\d+\.\d+", text)) == 1
+    assert text.count("window.PlotlyConfig") == 1
+    assert not re.search(r"src=[\"']https?:", text)
+    # one figure per card, each with its screenshot embedded as a PNG data URI
+    assert text.count("Plotly.newPlot(") == 16
+    assert len(re.findall(r'"source":"data:image\\u002fpng;base64,', text)) == 16
+
+
+def test_report_has_one_card_per_step_with_its_outcome(report):
+    _, text = report
+    cards = _cards(text)
+    assert len(cards) == 16
+    outcomes = Counter(re.search(r"data-outcome='(\w+)'", c).group(1) for c in cards)
+    assert outcomes == Counter(p["outcome"] for p in syn.all_preds())
+    ids = [re.search(r"data-id='([^']+)'", c).group(1) for c in cards]
+    assert ids[:3] == ["t0_risk/0", "t0_risk/1", "t0_risk/2"] and ids[8] == "t0_risk/0"
+    assert [re.search(r"data-checkpoint='(\w+)'", c).group(1) for c in cards] == ["base"] * 8 + ["sft"] * 8
+    # filter buttons for each outcome present, with counts
+    assert "data-value='missed_inquiry' " in text and "missed_inquiry (4)</button>" in text
+    assert "data-kind='checkpoint' data-value='sft'" in text
+
+
+def test_report_header_has_metrics_and_outcome_tables(report):
+    _, text = report
+    assert "metrics: <b>base</b>" in text and "metrics: <b>sft</b>" in text
+    assert "<td>type_accuracy</td><td>0.625</td>" in text
+    assert "<td>per_category.risk.inquiry_recall.ci</td><td>[0.0, 0.79]</td>" in text
+    assert "outcomes: <b>sft</b> (8 steps)" in text
+
+
+def test_report_keeps_untrusted_text_inert(report):
+    _, text = report
+    assert syn.INJECTION not in text
+    assert "&lt;img src=x onerror=" in text
+
+
+def test_failures_only_and_max_steps(tmp_path):
+    run = syn.write_run(tmp_path)
+    text = write_report(run, tmp_path / "f.html", failures_only=True).read_text()
+    cards = _cards(text)
+    assert len(cards) == 10 and not any("data-outcome='correct'" in c for c in cards)
+    assert "10 of 10 failing steps shown" in text
+
+    text = write_report(run, tmp_path / "m.html", max_steps=5).read_text()
+    cards = _cards(text)
+    # capping keeps failures first (missed inquiries rank first), then shows them in run order
+    assert [re.search(r"data-outcome='(\w+)'", c).group(1) for c in cards] == [
+        "missed_inquiry", "missed_inquiry", "missed_inquiry", "needless_inquiry", "missed_inquiry"]
+    assert "5 of 16 steps shown (failures first, capped by max_steps)" in text
+
+
+def test_select_steps_order():
+    chosen = select_steps(syn.all_preds(), ["base", "sft"], failures_only=False, max_steps=5)
+    assert [(p["checkpoint"], p["id"]) for p in chosen] == [
+        ("base", "t0_risk/1"), ("base", "t1_privacy/0"), ("sft", "t0_risk/1"),
+        ("sft", "t2_safe/0"), ("sft", "t3_intent/0")]
+    assert select_steps(syn.all_preds(), ["base", "sft"], True, 0) == []
+
+
+def test_report_main_exit_codes(tmp_path, capsys):
+    run = syn.write_run(tmp_path)
+    assert report_main(run, tmp_path / "r.html", True) == 0
+    assert f"wrote {tmp_path / 'r.html'}" in capsys.readouterr().out
+    assert report_main(tmp_path / "nothing", tmp_path / "x.html", False) == 1
+    assert "no eval/<checkpoint>/step_predictions.jsonl" in capsys.readouterr().err
+    bad = run / "eval" / "sft" / "step_predictions.jsonl"
+    bad.write_text(bad.read_text().replace('"outcome": "needless_inquiry"', '"outcome": "meh"'))
+    assert report_main(run, tmp_path / "y.html", False) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:6: field 'outcome' is 'meh'" in err
+    assert not (tmp_path / "x.html").exists() and not (tmp_path / "y.html").exists()
+
+
+# ----- in a real browser -------------------------------------------------------------------------
+
+def _chromium() -> str:
+    path = shutil.which("chromium") or ("/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK)
+                                        else None)
+    if path is None:
+        pytest.fail("Chromium is required for the report browser test and was not found: "
+                    "install it with `apt-get install -y chromium` (CI does this in .ci/run).")
+    return path
+
+
+def _run_chromium(tmp_path: Path, name: str, *args: str) -> subprocess.CompletedProcess:
+    cmd = [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + name)}", *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, f"chromium exited {proc.returncode}: {proc.stderr[-2000:]}"
+    return proc
+
+
+def test_report_renders_in_headless_chromium(report, tmp_path):
+    path, _ = report
+    preds = syn.all_preds()
+    dom = _run_chromium(tmp_path, "dom", "--dump-dom", path.as_uri()).stdout
+
+    # plotly.js ran: every card holds a rendered plot with its SVG layers
+    assert dom.count('class="plot-container plotly"') == 16
+    assert dom.count('class="main-svg"') >= 32
+    # the screenshot is an SVG <image> with a PNG data URI, once per figure
+    images = re.findall(r'<image[^>]*href="(data:image/png;base64,[^"]{100,})"', dom)
+    assert len(images) == 16
+    # overlays: gold bbox outlines drawn as stroked shapes in the gold colour
+    n_bbox = sum(p["gold_bbox"] != syn.NO_BBOX for p in preds)
+    assert len(re.findall(r"stroke: rgb\(255, 214, 0\);[^\"]*stroke-width: 3px", dom)) == n_bbox
+    # the inquiry badge and the model's question rendered as SVG text
+    n_required = sum(p["inquiry_required"] for p in preds)
+    assert dom.count('<tspan style="font-weight:bold">Inquiry required</tspan>') == n_required
+    assert dom.count('<tspan style="font-weight:bold">Inquiry not required</tspan>') == 16 - n_required
+    n_asked = sum((p["parsed_action"] or {}).get("action") == "call_user" for p in preds)
+    assert dom.count('<tspan style="font-weight:bold">Model asked:</tspan>') == n_asked
+    assert "reason: money_transfer needs the user's consent" in dom
+    # untrusted model text stayed text: no element was injected, the page title is intact
+    assert '<img src="x"' not in dom and "pwned" not in re.search(r"<title>(.*?)</title>", dom).group(1)
+    assert all("display: none" not in c for c in _cards(dom))
+
+
+def test_report_outcome_filter_hides_other_cards(report, tmp_path):
+    path, _ = report
+    dom = _run_chromium(tmp_path, "filter", "--dump-dom",
+                        path.as_uri() + "#outcome=missed_inquiry&checkpoint=sft").stdout
+    cards = _cards(dom)
+    shown = [c for c in cards if "display: none" not in c]
+    assert len(cards) == 16 and len(shown) == 2
+    assert all('data-outcome="missed_inquiry"' in c and 'data-checkpoint="sft"' in c for c in shown)
+    assert re.search(r'<button[^>]*data-value="missed_inquiry"[^>]*class="on"', dom) or re.search(
+        r'<button[^>]*class="on"[^>]*data-value="missed_inquiry"', dom)
+
+
+def test_report_screenshot_shows_image_and_overlay_colours(report, tmp_path):
+    path, _ = report
+    png = tmp_path / "shot.png"
+    _run_chromium(tmp_path, "shot", f"--screenshot={png}", "--window-size=1200,2000", path.as_uri())
+    with Image.open(png) as im:
+        assert im.size == (1200, 2000)
+        px = np.asarray(im.convert("RGB")).astype(int)
+
+    def count(rgb, tol=24):
+        return int((np.abs(px - np.array(rgb)).max(axis=2) <= tol).sum())
+
+    # the first two cards are in view; each shows the magenta block of its screenshot
+    # (300 x 130 screen px at about 0.87 display scale, about 29,000 px a card)
+    assert count(syn.MAGENTA) > 40_000
+    # the first card's gold bbox outline (3 px) and gold star
+    assert count(GOLD_RGB) > 600

@@ -1,0 +1,225 @@
+"""Tests of inquire_lib.viz: overlay geometry in both frames, colours, badges, strips, summaries."""
+from __future__ import annotations
+
+import base64
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+sys.path.insert(0, str(Path(__file__).parent))
+import synthetic_run as syn  # noqa: E402
+
+from inquire_lib import viz  # noqa: E402
+
+S = 112 / 360  # model/screen scale of the contract's CPU frame, equal on both axes (224/720)
+
+# One record per outcome, taken from the synthetic run (checkpoint "sft" then "base").
+BY_OUTCOME = {}
+for _p in syn.all_preds()[::-1]:
+    BY_OUTCOME[_p["outcome"]] = _p
+
+
+def _named(items, name):
+    return [i for i in items if i.name == name]
+
+
+def _image_size(source: str) -> tuple[int, int]:
+    assert source.startswith("data:image/png;base64,")
+    return Image.open(io.BytesIO(base64.b64decode(source.split(",", 1)[1]))).size
+
+
+def test_every_outcome_has_a_distinct_colour():
+    assert set(viz.OUTCOME_COLORS) == set(viz.OUTCOMES) == {
+        "correct", "missed_inquiry", "needless_inquiry", "wrong_type", "wrong_argument",
+        "unparseable"}
+    colours = list(viz.OUTCOME_COLORS.values()) + [viz.GOLD_COLOR]
+    assert len(set(c.lower() for c in colours)) == 7
+
+
+@pytest.mark.parametrize("frame,scale,size", [("screen", 1.0, (360, 720)), ("model", S, (112, 224))])
+@pytest.mark.parametrize("outcome", viz.OUTCOMES)
+def test_step_figure_geometry_colour_and_badge(outcome, frame, scale, size):
+    pred = BY_OUTCOME[outcome]
+    fig = viz.step_figure(pred, syn.screenshot(pred["step"]), frame=frame)
+    colour = viz.OUTCOME_COLORS[outcome]
+    w, h = size
+
+    # the image as the frame sees it, axes in that frame's pixels, y pointing down
+    (img,) = fig.layout.images
+    assert (img.x, img.y, img.sizex, img.sizey, img.xref, img.yref) == (0, 0, w, h, "x", "y")
+    assert _image_size(img.source) == size
+    assert list(fig.layout.xaxis.range) == [0, w]
+    assert list(fig.layout.yaxis.range) == [h, 0]
+
+    # gold bbox rectangle, scaled into the frame
+    rects = _named(fig.layout.shapes, "gold_bbox")
+    if pred["gold_bbox"] == syn.NO_BBOX:
+        assert rects == []
+    else:
+        (r,) = rects
+        assert r.type == "rect" and r.line.color == viz.GOLD_COLOR
+        x0, y0, x1, y1 = pred["gold_bbox"]
+        assert (r.x0, r.y0, r.x1, r.y1) == pytest.approx((x0 * scale, y0 * scale, x1 * scale, y1 * scale))
+        if frame == "model":
+            assert (r.x0, r.y0, r.x1, r.y1) == pytest.approx((60 * 112 / 360, 180 * 112 / 360,
+                                                              200 * 112 / 360, 230 * 112 / 360))
+
+    # gold point (click steps) and predicted point (click predictions)
+    gold = pred["gold_action"]
+    golds = _named(fig.data, "gold")
+    if gold["action"] == "click":
+        assert (golds[0].x[0], golds[0].y[0]) == pytest.approx(
+            (gold["coordinate"][0] * scale, gold["coordinate"][1] * scale))
+    else:
+        assert golds == []
+    parsed = pred["parsed_action"]
+    predicted = _named(fig.data, "predicted")
+    if parsed is not None and parsed["action"] == "click":
+        (m,) = predicted
+        assert (m.x[0], m.y[0]) == pytest.approx(
+            (parsed["coordinate"][0] * scale, parsed["coordinate"][1] * scale))
+        assert m.marker.color == colour
+    else:
+        assert predicted == []
+
+    # outcome colour on the frame and the title
+    (border,) = _named(fig.layout.shapes, "outcome_frame")
+    assert border.line.color == colour and (border.xref, border.yref) == ("paper", "paper")
+    assert fig.layout.title.font.color == colour
+    assert outcome in fig.layout.title.text and pred["id"] in fig.layout.title.text
+
+    # inquiry badge: required or not, why, and the question when the model asked
+    (badge,) = _named(fig.layout.annotations, "badge")
+    text = badge.text
+    assert badge.bordercolor == colour
+    if pred["inquiry_required"]:
+        assert text.startswith("<b>Inquiry required</b>")
+        assert f"{pred['category']} / {pred['subcategory']}" in text
+        assert pred["inquiry_reason"] in text
+    else:
+        assert text.startswith("<b>Inquiry not required</b>")
+        assert "reason:" not in text
+    asked = parsed is not None and parsed["action"] == "call_user"
+    assert ("Model asked:" in text) == asked
+    if asked:
+        assert "&lt;b&gt;button&lt;/b&gt;" in text or "send 50 EUR" in text
+        assert "<img" not in text  # the question is untrusted markup: escaped, never live
+
+
+def test_expected_outcome_set_is_covered():
+    assert set(BY_OUTCOME) == set(viz.OUTCOMES)
+
+
+@pytest.mark.parametrize("frame,scale", [("screen", 1.0), ("model", S)])
+def test_swipe_is_drawn_as_arrows(frame, scale):
+    pred = syn.make_pred("t9", 0, "safe", "safe", False, "swipe", "correct", "sft")
+    fig = viz.step_figure(pred, syn.screenshot(0), frame=frame)
+    (g,) = _named(fig.layout.annotations, "gold_swipe")
+    (p,) = _named(fig.layout.annotations, "predicted_swipe")
+    # arrow tail (ax, ay) at coordinate, head (x, y) at coordinate2, both in data coordinates
+    assert (g.ax, g.ay, g.x, g.y) == pytest.approx((180 * scale, 600 * scale, 180 * scale, 200 * scale))
+    assert (p.ax, p.ay, p.x, p.y) == pytest.approx((170 * scale, 640 * scale, 175 * scale, 260 * scale))
+    assert (p.axref, p.ayref, p.showarrow) == ("x", "y", True)
+    assert p.arrowcolor == viz.OUTCOME_COLORS["correct"] and g.arrowcolor == viz.GOLD_COLOR
+    assert _named(fig.data, "predicted") == [] and _named(fig.layout.shapes, "gold_bbox") == []
+
+
+def test_actions_line_names_both_actions_in_the_drawn_frame():
+    pred = BY_OUTCOME["wrong_argument"]  # gold click (130, 205), predicted click (300, 640)
+    screen = _named(viz.step_figure(pred, syn.screenshot(0)).layout.annotations, "actions")[0].text
+    model = _named(viz.step_figure(pred, syn.screenshot(0), frame="model").layout.annotations,
+                   "actions")[0].text
+    assert "gold: click (130, 205)" in screen and "predicted: click (300, 640)" in screen
+    assert "gold: click (40, 64)" in model and "predicted: click (93, 199)" in model
+    unp = _named(viz.step_figure(BY_OUTCOME["unparseable"], syn.screenshot(0)).layout.annotations,
+                 "actions")[0].text
+    assert "predicted: none (bad_json)" in unp
+
+
+def test_step_figure_rejects_unknown_frame():
+    with pytest.raises(ValueError, match="frame must be"):
+        viz.step_figure(BY_OUTCOME["correct"], syn.screenshot(0), frame="pixels")
+
+
+def test_trajectory_strip_orders_steps_and_colours_frames():
+    preds = [p for p in syn.all_preds() if p["checkpoint"] == "sft" and p["task_id"] == "t0_risk"]
+    shuffled = [preds[2], preds[0], preds[1]]
+    shots = [syn.screenshot(p["step"]) for p in shuffled]
+    fig = viz.trajectory_strip(shuffled, shots, highlight_step=1)
+    assert len(fig.layout.images) == 3
+    assert [im.x for im in fig.layout.images] == [0, 104, 208]  # 90 px thumbs, 14 px gaps
+    assert all(_image_size(im.source) == (90, 180) for im in fig.layout.images)
+    frames = [s for s in fig.layout.shapes if s.name.startswith("frame_")]
+    assert [s.name for s in frames] == ["frame_0", "frame_1", "frame_2"]
+    assert [s.line.color for s in frames] == [viz.OUTCOME_COLORS[o] for o in
+                                              ("correct", "missed_inquiry", "wrong_argument")]
+    assert [s.line.width for s in frames] == [3, 7, 3]
+    labels = [a.text for a in fig.layout.annotations if a.name.startswith("step_")]
+    assert labels == ["<b>step 0</b>", "<b>step 1</b>", "<b>step 2</b>"]
+    assert list(fig.data[0].customdata) == ["t0_risk/0", "t0_risk/1", "t0_risk/2"]
+
+
+def test_trajectory_strip_rejects_bad_input():
+    preds = syn.all_preds()
+    with pytest.raises(ValueError, match="2 predictions but 1 screenshots"):
+        viz.trajectory_strip(preds[:2], [syn.screenshot(0)])
+    with pytest.raises(ValueError, match="one task"):
+        viz.trajectory_strip(preds[2:4], [syn.screenshot(0)] * 2)
+
+
+def test_outcome_summary_counts_and_failure_bar():
+    sft = [p for p in syn.all_preds() if p["checkpoint"] == "sft"]
+    table = viz.outcome_summary(sft)
+    assert list(table.columns) == list(viz.OUTCOMES)
+    assert list(table.index) == ["intent", "privacy", "risk", "safe"]
+    assert table.loc["risk"].tolist() == [1, 1, 0, 0, 1, 0]
+    assert table.loc["privacy"].tolist() == [1, 0, 0, 0, 0, 1]
+    assert table.loc["safe"].tolist() == [0, 0, 1, 1, 0, 0]
+    assert table.loc["intent"].tolist() == [0, 1, 0, 0, 0, 0]
+    assert int(table.values.sum()) == len(sft)
+    assert viz.outcome_summary([]).shape == (0, 6)
+
+    fig = viz.failure_bar(sft)
+    assert [t.name for t in fig.data] == list(viz.FAILURES)
+    missed = fig.data[0]
+    assert list(missed.x) == ["intent", "privacy", "risk", "safe"] and list(missed.y) == [1, 0, 1, 0]
+    assert missed.marker.color == viz.OUTCOME_COLORS["missed_inquiry"]
+    assert fig.layout.barmode == "stack"
+
+
+def test_step_details_html_escapes_untrusted_text():
+    pred = next(p for p in syn.all_preds() if p["id"] == "t1_privacy/0" and p["checkpoint"] == "sft")
+    text = viz.step_details_html(pred)
+    assert "<img" not in text and "&lt;img src=x" in text
+    assert "&lt;tool_call&gt;" in text
+    assert "<td>action</td>" in text
+    assert "<td>format</td><td>+1.000</td>" in text  # rewards of the sft checkpoint
+
+
+def test_save_figure_writes_html_and_png_with_chrome(tmp_path):
+    assert viz.find_chrome() is not None, (
+        "no Chrome/Chromium found: install it with `apt-get install -y chromium`")
+    fig = viz.failure_bar(syn.all_preds())
+    paths = viz.save_figure(fig, tmp_path / "figs" / "failures")
+    assert paths == {"html": tmp_path / "figs" / "failures.html",
+                     "png": tmp_path / "figs" / "failures.png"}
+    assert "Plotly.newPlot" in paths["html"].read_text()
+    with Image.open(paths["png"]) as im:
+        assert im.format == "PNG" and im.size == (720, 420)
+    assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["failures.html", "failures.png"]
+
+
+def test_save_figure_without_chrome_skips_png_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(viz, "find_chrome", lambda: None)
+    monkeypatch.setattr(viz, "_png_notice_printed", False)
+    fig = viz.failure_bar(syn.all_preds())
+    first = viz.save_figure(fig, tmp_path / "a")
+    second = viz.save_figure(fig, tmp_path / "b")
+    assert first == {"html": tmp_path / "a.html", "png": None}
+    assert second["png"] is None and second["html"].is_file()
+    out = capsys.readouterr().out
+    assert out.count("PNG export skipped") == 1 and "apt-get install -y chromium" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.html", "b.html"]
