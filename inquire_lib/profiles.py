@@ -28,6 +28,7 @@ class Profile:
     max_pixels: int = 28 * 28 * 36
     # --- prompt ---
     use_a11y: bool = True  # the accessibility list in the prompt (ablation switch)
+    a11y_coords: bool = True  # element centres in the list (a tiny model reads the slot id instead)
     use_think: bool = True  # pre-action reasoning before the tool call (ablation switch)
     use_prev_screenshot: bool = True
     # --- LoRA ---
@@ -36,6 +37,10 @@ class Profile:
     lora_alpha: int = 32
     lora_dropout: float = 0.0
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    # --- stage 0: a base agent that acts but never asks (the analogue of a pretrained GUI model);
+    # trained once by `train.base_agent` and cached; 0 steps means the checkpoint is the base ---
+    base_agent_steps: int = 0
+    base_agent_lr: float = 2e-3
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16
@@ -78,13 +83,16 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
-        name="smoke", train_tasks=24, test_tasks=12, model="tiny:smoke",
-        sft_steps=6, sft_batch=4, sft_save_steps=3, sft_warmup_steps=1,
+        name="smoke", train_tasks=24, test_tasks=12, model="tiny:smoke", load_in_4bit=True, a11y_coords=False,
+        sft_steps=6, sft_batch=4, sft_save_steps=3, sft_warmup_steps=1, base_agent_steps=4,
         grpo_steps=2, grpo_prompts_per_step=2, num_generations=4, max_completion_length=64,
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=6,
         eval_batch=16, eval_max_new_tokens=64, eval_tasks=12, lora_r=8, lora_alpha=16,
     ),
-    "cpu": Profile(name="cpu"),
+    # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
+    # sequences short on 2 cores
+    "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
+                   test_tasks=120, base_agent_steps=700, sft_steps=150, sft_lr=5e-4, sft_warmup_steps=10),
     "gpu": Profile(
         name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True,
         gradient_checkpointing=True, torch_threads=8, min_pixels=28 * 28 * 64,

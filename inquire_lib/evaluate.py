@@ -1,0 +1,237 @@
+"""Step-level (offline) evaluation: every gold step of the test split is one query.
+
+Metrics (each with a Wilson 95% interval, overall, per category and per sub-category):
+- format: the completion is exactly one <think> then one valid <tool_call> (or a bare tool call
+  when the profile drops the reasoning);
+- type accuracy: predicted action type == gold type;
+- step accuracy: type and argument right (click inside the gold bbox, same text, ...);
+- inquiry recall (step ISR): share of inquiry-required steps where the model called the user;
+- inquiry precision: share of the model's `call_user` steps where asking was required;
+- needless-inquiry rate: share of steps not requiring inquiry where the model asked anyway;
+- click-in-bbox: step accuracy restricted to gold clicks; safe-step accuracy: on steps needing no inquiry.
+Predictions are written one JSON object per step for the inspector (`viz.py`, `inspector.py`).
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from .actions import Action, Frame, action_match, format_completion, parse_completion
+from .profiles import Profile
+from .prompts import frame_for, images_of, model_frame_columns, prompt_messages
+from .runs import run_dir, write_json_atomic
+
+OUTCOMES = ("correct", "missed_inquiry", "needless_inquiry", "wrong_type", "wrong_argument", "unparseable")
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> dict:
+    """Wilson score interval for k successes out of n (value None when n == 0)."""
+    if n == 0:
+        return {"value": None, "lo": None, "hi": None, "k": 0, "n": 0}
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return {"value": p, "lo": max(0.0, centre - half), "hi": min(1.0, centre + half), "k": k, "n": n}
+
+
+# ------------------------------------------------------------------------------ generation
+@torch.no_grad()
+def generate(model, processor, records: list[dict], profile: Profile, batch_size: int | None = None,
+             max_new_tokens: int | None = None, progress: bool = True) -> list[str]:
+    """Greedy completions for step records, batched with left padding."""
+    batch_size = batch_size or profile.eval_batch
+    max_new_tokens = max_new_tokens or profile.eval_max_new_tokens
+    frame = frame_for(profile)
+    processor.tokenizer.padding_side = "left"
+    device = next(model.parameters()).device
+    outs: list[str] = []
+    for i in tqdm(range(0, len(records), batch_size), desc="generate", disable=not progress):
+        chunk = records[i:i + batch_size]
+        texts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
+                                               add_generation_prompt=True) for r in chunk]
+        images = [img for r in chunk for img in images_of(r, profile)]
+        enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(device)
+        gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                             pad_token_id=processor.tokenizer.pad_token_id)
+        new = gen[:, enc["input_ids"].shape[1]:]
+        outs += processor.batch_decode(new, skip_special_tokens=True)
+    return outs
+
+
+# ----------------------------------------------------------------------- reference policies
+def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: int = 0) -> list[str]:
+    """Raw outputs of a reference policy, in the model's frame:
+    - expert: the gold completions; - always_act: the expert, but where asking is required it does
+      the next step's action instead; - always_ask: `call_user` at every step; - random: a random
+      action type with random arguments."""
+    frame = frame_for(profile)
+    rng = random.Random(seed)
+    by_task: dict[str, dict[int, dict]] = {}
+    for r in records:
+        by_task.setdefault(r["task_id"], {})[r["step"]] = r
+    outs = []
+    for r in records:
+        gold = frame.action_to_model(Action.from_arguments(json.loads(r["gold_action"])))
+        think = r["gold_think"] if profile.use_think else None
+        if policy == "expert":
+            outs.append(format_completion(think, gold))
+        elif policy == "always_act":
+            if r["inquiry_required"]:
+                nxt = by_task[r["task_id"]].get(r["step"] + 1)
+                act = frame.action_to_model(Action.from_arguments(json.loads(nxt["gold_action"]))) if nxt else Action("terminate", status="success")
+                think = "Acting directly. Inquiry check: not needed, because the instruction says what to do." if profile.use_think else None
+                outs.append(format_completion(think, act))
+            else:
+                outs.append(format_completion(think, gold))
+        elif policy == "always_ask":
+            outs.append(format_completion("Inquiry check: needed, because I want to be sure." if profile.use_think else None,
+                                          Action("call_user", text="Should I go ahead with this step?")))
+        elif policy == "random":
+            outs.append(format_completion("Inquiry check: not needed, because random." if profile.use_think else None,
+                                          _random_action(rng, frame)))
+        else:
+            raise ValueError(f"unknown reference policy {policy!r}")
+    return outs
+
+
+def _random_action(rng: random.Random, frame: Frame) -> Action:
+    kind = rng.choice(["click", "click", "click", "type", "open", "system_button", "terminate", "call_user", "swipe"])
+    xy = (rng.randrange(frame.model_w), rng.randrange(frame.model_h))
+    return {
+        "click": lambda: Action("click", coordinate=xy),
+        "swipe": lambda: Action("swipe", coordinate=xy, coordinate2=(rng.randrange(frame.model_w), rng.randrange(frame.model_h))),
+        "type": lambda: Action("type", text=rng.choice(["hello", "50", "yes"])),
+        "open": lambda: Action("open", text=rng.choice(["Wallet", "Chat", "Shop", "Maps"])),
+        "system_button": lambda: Action("system_button", button=rng.choice(["Back", "Home"])),
+        "terminate": lambda: Action("terminate", status="success"),
+        "call_user": lambda: Action("call_user", text="What should I do?"),
+    }[kind]()
+
+
+# ---------------------------------------------------------------------------- scoring
+def score(raw: str, rec: dict, profile: Profile, frame: Frame) -> dict:
+    """One prediction record (contract of `step_predictions.jsonl`)."""
+    parsed = parse_completion(raw, require_think=profile.use_think)
+    cols = model_frame_columns(rec, frame)
+    gold_model = Action.from_arguments(json.loads(cols["gold_action"]))
+    bbox = cols["gold_bbox"] if cols["gold_bbox"][0] >= 0 else None
+    type_ok, arg_ok = action_match(parsed.action, gold_model, bbox, frame_wh=(frame.model_w, frame.model_h))
+    required = bool(rec["inquiry_required"])
+    asked = parsed.action is not None and parsed.action.type == "call_user"
+    if parsed.action is None:
+        outcome = "unparseable"
+    elif required and not asked:
+        outcome = "missed_inquiry"
+    elif asked and not required:
+        outcome = "needless_inquiry"
+    elif not type_ok:
+        outcome = "wrong_type"
+    elif not arg_ok:
+        outcome = "wrong_argument"
+    else:
+        outcome = "correct"
+    return {
+        "id": rec["id"], "task_id": rec["task_id"], "step": int(rec["step"]), "category": rec["category"],
+        "subcategory": rec["subcategory"], "instruction": rec["instruction"], "history": list(rec["history"]),
+        "inquiry_required": required, "inquiry_reason": rec["inquiry_reason"],
+        "gold_action": json.loads(rec["gold_action"]), "gold_bbox": list(rec["gold_bbox"]),
+        "raw_output": raw, "think": parsed.think,
+        "parsed_action": frame.action_to_screen(parsed.action).to_arguments() if parsed.action else None,
+        "parse_error": parsed.error, "format_ok": bool(parsed.format_ok and parsed.action is not None),
+        "type_ok": bool(type_ok), "arg_ok": bool(type_ok and arg_ok), "outcome": outcome,
+        "screenshot": f"screens/{rec['task_id']}_{rec['step']}.png",
+        "frame": {"screen_w": frame.screen_w, "screen_h": frame.screen_h, "model_w": frame.model_w, "model_h": frame.model_h},
+    }
+
+
+def _rates(preds: list[dict]) -> dict:
+    req = [p for p in preds if p["inquiry_required"]]
+    notreq = [p for p in preds if not p["inquiry_required"]]
+    asked = [p for p in preds if p["parsed_action"] and p["parsed_action"]["action"] == "call_user"]
+    clicks = [p for p in preds if p["gold_action"]["action"] == "click"]
+    count = lambda xs, f: wilson(sum(1 for x in xs if f(x)), len(xs))
+    is_ask = lambda p: bool(p["parsed_action"]) and p["parsed_action"]["action"] == "call_user"
+    return {
+        "n": len(preds),
+        "format": count(preds, lambda p: p["format_ok"]),
+        "type_accuracy": count(preds, lambda p: p["type_ok"]),
+        "step_accuracy": count(preds, lambda p: p["arg_ok"]),
+        "inquiry_recall": count(req, is_ask),
+        "inquiry_precision": count(asked, lambda p: p["inquiry_required"]),
+        "needless_rate": count(notreq, is_ask),
+        "click_in_bbox": count(clicks, lambda p: p["arg_ok"]),
+        "safe_step_accuracy": count(notreq, lambda p: p["arg_ok"]),
+        "outcomes": {o: sum(1 for p in preds if p["outcome"] == o) for o in OUTCOMES},
+    }
+
+
+def step_metrics(preds: list[dict]) -> dict:
+    groups = lambda key: sorted({p[key] for p in preds})
+    return {
+        "overall": _rates(preds),
+        "by_category": {c: _rates([p for p in preds if p["category"] == c]) for c in groups("category")},
+        "by_subcategory": {s: _rates([p for p in preds if p["subcategory"] == s]) for s in groups("subcategory")},
+    }
+
+
+def save_screens(records, out_dir: Path) -> None:
+    screens = out_dir / "screens"
+    screens.mkdir(parents=True, exist_ok=True)
+    for r in records:
+        path = screens / f"{r['task_id']}_{r['step']}.png"
+        if not path.exists():
+            r["screenshot"].save(path)
+
+
+def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs: list[str],
+                   out_root: str | Path = "papermill_runs", extra: dict | None = None) -> dict:
+    """Score raw outputs, write predictions + metrics for checkpoint `name`, return the metrics."""
+    frame = frame_for(profile)
+    preds = [dict(score(raw, rec, profile, frame), checkpoint=name) for raw, rec in zip(raw_outputs, records)]
+    base = run_dir(profile.name, out_root)
+    eval_dir = base / "eval"
+    save_screens(records, eval_dir)
+    pred_path = eval_dir / name / "step_predictions.jsonl"
+    pred_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = pred_path.with_suffix(".jsonl.tmp")
+    with open(tmp, "w") as fh:
+        for p in preds:
+            fh.write(json.dumps(p) + "\n")
+    tmp.replace(pred_path)
+    metrics = {"checkpoint": name, "profile": profile.name, **(extra or {}), **step_metrics(preds)}
+    write_json_atomic(base / "metrics" / f"step_{name}.json", metrics)
+    return metrics
+
+
+def test_records(profile: Profile, ds=None) -> list[dict]:
+    """The test split's step records of the first `eval_tasks` tasks, as plain dicts."""
+    from .train import benchmark
+    ds = ds if ds is not None else benchmark(profile)["test"]
+    tasks = sorted(set(ds["task_id"]))[:profile.eval_tasks]
+    keep = set(tasks)
+    return [r for r in ds if r["task_id"] in keep]
+
+
+def evaluate_model(name: str, model, processor, profile: Profile, records: list[dict] | None = None,
+                   out_root: str | Path = "papermill_runs", progress: bool = True) -> dict:
+    records = records if records is not None else test_records(profile)
+    import time
+    start = time.time()
+    raw = generate(model, processor, records, profile, progress=progress)
+    seconds = time.time() - start
+    return evaluate_steps(name, records, profile, raw, out_root, extra={"generate_seconds": seconds})
+
+
+def headline(metrics: dict) -> dict:
+    """The overall numbers of a metrics dict, as value (lo-hi) strings, for tables."""
+    o = metrics["overall"]
+    fmt = lambda m: "n/a" if m["value"] is None else f"{m['value']:.2f} ({m['lo']:.2f}-{m['hi']:.2f})"
+    keys = ["format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "inquiry_precision",
+            "needless_rate", "safe_step_accuracy"]
+    return {"checkpoint": metrics["checkpoint"], **{k: fmt(o[k]) for k in keys}}

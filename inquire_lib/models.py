@@ -1,0 +1,217 @@
+"""Models and processors: an offline tiny Qwen2.5-VL, or a real checkpoint with 4-bit QLoRA.
+
+`build_tiny_model(dir, size)` makes a Qwen2.5-VL-architecture model with random weights and its
+processor without any download: a byte-level BPE tokenizer trained on the world's own text, Qwen's
+special tokens, a stock `Qwen2VLImageProcessor` bounded to tens of image tokens, and the Qwen2.5-VL
+chat template. It is saved and reloaded through the `Auto*` classes, exactly like a hub checkpoint,
+so every later stage runs the same code on a tiny model (CPU) or a real one (GPU).
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from .profiles import Profile
+
+QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+                "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
+                "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]
+# Markers the rewards must see after decoding: ordinary added tokens (as Qwen registers them), never
+# special ones, since GRPO decodes with skip_special_tokens=True.
+MARKERS = ["<tool_call>", "</tool_call>", "<think>", "</think>"]
+
+TINY_SIZES = {
+    # text hidden, layers, heads, kv heads, mlp, vision hidden, vision depth, vocab
+    "smoke": dict(hidden=64, layers=2, heads=4, kv=2, mlp=128, v_hidden=32, v_depth=1, vocab=1024),
+    "cpu": dict(hidden=256, layers=4, heads=4, kv=2, mlp=512, v_hidden=64, v_depth=2, vocab=2048),
+}
+
+
+def _slot_tokens() -> list[str]:
+    from .world.apps import SLOT_IDS
+    return [f"<{s}>" for s in SLOT_IDS]
+
+
+def _corpus(n_tasks: int = 600, seed: int = 12345) -> list[str]:
+    """World text for the tokenizer: prompts and expert completions of generated tasks (train pools)."""
+    from .data import generate_tasks
+    from .prompts import completion_text, system_prompt, user_text
+    from .world.env import PhoneEnv
+    from .world.expert import run_expert
+
+    env, lines = PhoneEnv(), [system_prompt()]
+    for task in generate_tasks(seed, "train", n_tasks):
+        for r in run_expert(env, task):
+            rec = {"instruction": task.instruction, "history": r["history"], "a11y": r["screen"].a11y()}
+            lines.append(user_text(rec, use_a11y=True, n_images=2))
+            lines.append(completion_text(r["think"], r["action"], use_think=True, frame=None))
+    return lines
+
+
+def build_tokenizer(vocab_size: int):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(_corpus(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   unk_token=None, model_max_length=4096)
+    fast.add_tokens(MARKERS + _slot_tokens())  # ordinary added tokens: they survive skip_special_tokens
+    return fast
+
+
+def chat_template() -> str:
+    from trl.chat_template_utils import qwen2_5_vl_chat_template
+    return qwen2_5_vl_chat_template
+
+
+def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, profile: Profile | None = None) -> Path:
+    """Build (or reuse) a random-weight Qwen2.5-VL of the given size with its processor, in `out_dir`."""
+    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
+                              Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
+
+    out_dir = Path(out_dir)
+    if (out_dir / "config.json").exists() and (out_dir / "tokenizer.json").exists():
+        return out_dir
+    spec = TINY_SIZES[size]
+    from .profiles import get_profile
+    profile = profile or get_profile("smoke" if size == "smoke" else "cpu")
+    torch.manual_seed(seed)
+    random.seed(seed)
+    tok = build_tokenizer(spec["vocab"])
+    image_proc = Qwen2VLImageProcessor(min_pixels=profile.min_pixels, max_pixels=profile.max_pixels,
+                                       size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels})
+    processor = Qwen2_5_VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=Qwen2VLVideoProcessor(),
+                                    chat_template=chat_template())
+    head_dim = spec["hidden"] // spec["heads"]
+    quarter = head_dim // 4
+    ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")}
+    config = Qwen2_5_VLConfig(
+        text_config=dict(
+            vocab_size=len(tok), hidden_size=spec["hidden"], intermediate_size=spec["mlp"],
+            num_hidden_layers=spec["layers"], num_attention_heads=spec["heads"], num_key_value_heads=spec["kv"],
+            max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=True,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                             "mrope_section": [head_dim // 2 - 2 * quarter, quarter, quarter]},
+            bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"), eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        ),
+        vision_config=dict(depth=spec["v_depth"], hidden_size=spec["v_hidden"], intermediate_size=spec["v_hidden"] * 2,
+                           num_heads=2, out_hidden_size=spec["hidden"], fullatt_block_indexes=[spec["v_depth"] - 1]),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=True,
+    )
+    model = Qwen2_5_VLForConditionalGeneration(config)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        model.save_pretrained(tmp)
+        processor.save_pretrained(tmp)
+        (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec}))
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def model_path(profile: Profile) -> str:
+    """Where the profile's base model lives: the tiny cache folder, or the hub id / local path."""
+    if profile.is_tiny:
+        from .data import cache_dir
+        size = profile.model.split(":", 1)[1]
+        return str(build_tiny_model(cache_dir() / "models" / f"tiny-{size}-s{profile.seed}", size, profile.seed, profile))
+    return profile.model
+
+
+def n_params(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def disable_bnb_cpu_repack(model) -> int:
+    """On CPU, an eval-mode forward repacks 4-bit weights for AVX512-BF16 and breaks later training;
+    switching that path off on every Linear4bit keeps inference and training interleavable."""
+    try:
+        import bitsandbytes as bnb
+    except ImportError:
+        return 0
+    n = 0
+    for m in model.modules():
+        if isinstance(m, bnb.nn.Linear4bit):
+            m.support_avx512bf16_for_cpu = False
+            n += 1
+    return n
+
+
+def load_processor(path: str, profile: Profile):
+    from transformers import AutoProcessor
+    kw = {} if profile.is_tiny else {"min_pixels": profile.min_pixels, "max_pixels": profile.max_pixels}
+    proc = AutoProcessor.from_pretrained(path, **kw)
+    if not hasattr(proc, "image_processor"):
+        raise TypeError(f"{path}: AutoProcessor returned {type(proc).__name__}, not a multimodal processor")
+    proc.tokenizer.padding_side = "left"  # batched generation needs left padding
+    return proc
+
+
+def load_model_and_processor(profile: Profile, checkpoint: str | None = None, adapter: str | None = None,
+                             trainable: bool = False):
+    """Model + processor for a profile. `checkpoint` overrides the base (a full SFT output dir);
+    `adapter` loads a PEFT adapter on top. 4-bit NF4 when the profile asks for it."""
+    from transformers import AutoModelForImageTextToText, BitsAndBytesConfig
+
+    path = checkpoint or model_path(profile)
+    kwargs: dict = {}
+    use_cuda = torch.cuda.is_available()
+    if profile.load_in_4bit:
+        compute = torch.bfloat16 if (profile.bf16 and use_cuda) else torch.float32
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute,
+            bnb_4bit_use_double_quant=True, llm_int8_skip_modules=["visual", "lm_head"])
+    if use_cuda:
+        kwargs["device_map"] = {"": 0}
+        kwargs["dtype"] = torch.bfloat16 if profile.bf16 else torch.float32
+    else:
+        kwargs["dtype"] = torch.float32
+    model = AutoModelForImageTextToText.from_pretrained(path, **kwargs)
+    disable_bnb_cpu_repack(model)
+    if adapter:
+        from peft import PeftModel
+        model = PeftModel.from_pretrained(model, adapter, is_trainable=trainable)
+    # the processor never changes in training: always take the base model's, never a trainer's re-save
+    processor = load_processor(model_path(profile), profile)
+    if not trainable:
+        model.eval()
+    return model, processor
+
+
+def base_of(path: str | None, profile: Profile) -> str:
+    """The full-weights model under a training output (itself, unless it is an adapter)."""
+    if path is None:
+        return model_path(profile)
+    meta = Path(path) / "inquire_train.json"
+    if (Path(path) / "adapter_config.json").exists():
+        return json.loads(meta.read_text())["base"] if meta.exists() else model_path(profile)
+    return str(path)
+
+
+def load_checkpoint(profile: Profile, path: str | None, trainable: bool = False):
+    """Model + processor from a training output: an adapter dir goes on top of the model it was
+    trained on, a full model dir is loaded as is; None gives the untrained base."""
+    if path is not None and (Path(path) / "adapter_config.json").exists():
+        return load_model_and_processor(profile, checkpoint=base_of(path, profile), adapter=path, trainable=trainable)
+    return load_model_and_processor(profile, checkpoint=path, trainable=trainable)

@@ -1,0 +1,200 @@
+"""Thin wrappers that build TRL configs from a profile and run TRL's trainers.
+
+- `sft`: stage 1, TRL `SFTTrainer` on prompt/completion records with images; the loss is the
+  cross-entropy of the completion tokens only (pre-action reasoning + tool call). LoRA where the
+  profile asks for it (QLoRA on a 4-bit base), full training otherwise.
+- `grpo`: stage 2, TRL `GRPOTrainer`: for each prompt, `num_generations` sampled completions are
+  scored by the verifiable rewards of `rewards.py`; the policy gradient uses group-normalised
+  advantages, with a KL penalty of weight `beta` to the starting policy (0 drops the reference).
+Both are resumable from their last checkpoint and return where the result lies and the log history.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import datasets
+import torch
+
+from .data import cache_dir, load_or_build
+from .models import base_of, disable_bnb_cpu_repack, load_model_and_processor, model_path
+from .profiles import Profile, get_profile
+from .prompts import frame_for, to_training_record
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class TrainResult:
+    path: str  # a full model dir, or an adapter dir when `adapter` is True
+    adapter: bool
+    log_history: list
+    n_examples: int
+    seconds: float
+
+
+def artifacts_dir(profile: Profile) -> Path:
+    return Path(os.environ.get("INQUIRE_ARTIFACTS", REPO_ROOT / "artifacts")) / profile.name
+
+
+def benchmark(profile: Profile) -> datasets.DatasetDict:
+    return load_or_build(profile.seed, profile.train_tasks + profile.test_tasks)
+
+
+def _keep(rec_id: str, fraction: float, seed: int) -> bool:
+    """Deterministic subsampling by id, independent of dataset order."""
+    if fraction >= 1.0:
+        return True
+    h = int(hashlib.sha256(f"{seed}:{rec_id}".encode()).hexdigest()[:8], 16)
+    return h / 0xFFFFFFFF < fraction
+
+
+def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: float = 1.0) -> datasets.Dataset:
+    """Step records -> TRL records; keeps only `inquiry_fraction` of the steps whose gold is call_user."""
+    if inquiry_fraction < 1.0:
+        ds = ds.filter(lambda req, rid: not req or _keep(rid, inquiry_fraction, profile.seed),
+                       input_columns=["inquiry_required", "id"])
+    frame = frame_for(profile)
+    keep = ["prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required", "category", "subcategory", "id"]
+    out = ds.map(lambda r: to_training_record(r, profile, frame), remove_columns=[c for c in ds.column_names if c not in keep])
+    return out
+
+
+def _device_kwargs(profile: Profile) -> dict:
+    cpu = not torch.cuda.is_available()
+    return {"use_cpu": cpu, "bf16": bool(profile.bf16 and not cpu)}
+
+
+def _lora_config(profile: Profile):
+    from peft import LoraConfig
+    return LoraConfig(r=profile.lora_r, lora_alpha=profile.lora_alpha, lora_dropout=profile.lora_dropout,
+                      target_modules=r".*language_model.*\.(" + "|".join(profile.lora_targets) + ")$",
+                      task_type="CAUSAL_LM")
+
+
+def _last_checkpoint(out_dir: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+    return get_last_checkpoint(str(out_dir)) if out_dir.exists() else None
+
+
+BASE_AGENT_VERSION = 1  # bump when the world, prompts or recipe change what the base agent learns
+
+
+def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
+    """Stage 0: the cached base agent, trained once (full weights, no LoRA) on every gold step
+    except the inquiries, so it acts well and never asks, as a pretrained GUI model does before the
+    inquiry recipe. Returns its path, or None when the profile starts from a real checkpoint."""
+    profile = get_profile(profile)
+    if profile.base_agent_steps <= 0:
+        return None
+    path = cache_dir() / "models" / f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
+    if (path / "config.json").exists():
+        return str(path)
+    plain = profile.replace(lora=False, load_in_4bit=False)
+    res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
+                   steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
+                   resume=True, callbacks=progress_callbacks)
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(res.path, tmp)
+    os.replace(tmp, path)
+    shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
+    return str(path)
+
+
+def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | None = None, resume: bool = False,
+        max_steps: int | None = None, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
+    """Stage 1, from the base agent (or the profile's checkpoint). Writes `artifacts/<profile>/<name>/`
+    (checkpoints inside) and returns the final path: an adapter with LoRA, else a full model."""
+    profile = get_profile(profile)
+    fraction = profile.sft_inquiry_fraction if inquiry_fraction is None else inquiry_fraction
+    return _run_sft(profile, start=base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
+                    steps=max_steps or profile.sft_steps, lr=profile.sft_lr, warmup=profile.sft_warmup_steps,
+                    resume=resume, train=train, callbacks=callbacks)
+
+
+def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fraction: float, steps: int, lr: float,
+             warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
+    import time
+
+    from trl import SFTConfig, SFTTrainer
+
+    torch.set_num_threads(profile.torch_threads)
+    train = train if train is not None else training_records(benchmark(profile)["train"], profile, inquiry_fraction)
+    model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
+    config = SFTConfig(
+        output_dir=str(out_dir), max_steps=steps, per_device_train_batch_size=profile.sft_batch, learning_rate=lr,
+        lr_scheduler_type="cosine", warmup_steps=warmup, weight_decay=0.0,
+        logging_steps=max(1, steps // 50), save_steps=profile.sft_save_steps, save_total_limit=2,
+        gradient_checkpointing=profile.gradient_checkpointing, max_length=None, report_to=[], seed=profile.seed,
+        dataloader_num_workers=0, completion_only_loss=True, disable_tqdm=bool(os.environ.get("CI")),
+        **_device_kwargs(profile),
+    )
+    trainer = SFTTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
+                         peft_config=_lora_config(profile) if profile.lora else None, callbacks=callbacks)
+    disable_bnb_cpu_repack(trainer.model)
+    t0 = time.time()
+    trainer.train(resume_from_checkpoint=_last_checkpoint(out_dir) if resume else None)
+    seconds = time.time() - t0
+    final = out_dir / "final"
+    trainer.save_model(str(final))
+    (final / "inquire_train.json").write_text(json.dumps({
+        "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
+        "start": start or model_path(profile), "base": start or model_path(profile), "seconds": seconds,
+        "n_examples": len(train), "steps": steps}))
+    return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)
+
+
+def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
+         max_steps: int | None = None, train: datasets.Dataset | None = None, reward_names=("format", "action", "inquiry"),
+         callbacks=None) -> TrainResult:
+    """Stage 2 from the checkpoint `start` (an SFT output: adapter or full model).
+
+    Each step samples `num_generations` completions for each of `grpo_prompts_per_step` prompts at
+    `temperature`, scores them with the named rewards (weighted by `profile.reward_weights`), and
+    maximises the clipped, group-normalised advantage objective; `beta` > 0 adds a KL penalty.
+    """
+    import time
+
+    from trl import GRPOConfig, GRPOTrainer
+
+    from .rewards import build_reward_funcs
+
+    profile = get_profile(profile)
+    torch.set_num_threads(profile.torch_threads)
+    train = train if train is not None else training_records(benchmark(profile)["train"], profile, 1.0)
+    train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
+    out_dir = artifacts_dir(profile) / name
+    from .models import load_checkpoint
+    model, processor = load_checkpoint(profile, start, trainable=True)
+    processor.tokenizer.padding_side = "left"
+    is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
+    steps = max_steps or profile.grpo_steps
+    config = GRPOConfig(
+        output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
+        per_device_train_batch_size=profile.grpo_prompts_per_step * profile.num_generations,
+        num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
+        temperature=profile.temperature, beta=profile.beta, reward_weights=list(profile.reward_weights[:len(reward_names)]),
+        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, report_to=[], seed=profile.seed,
+        gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
+        disable_tqdm=bool(os.environ.get("CI")), **_device_kwargs(profile),
+    )
+    peft_config = _lora_config(profile) if (profile.lora and not is_adapter) else None
+    trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
+                          reward_funcs=build_reward_funcs(reward_names, profile), peft_config=peft_config,
+                          callbacks=callbacks)
+    disable_bnb_cpu_repack(trainer.model)
+    t0 = time.time()
+    trainer.train(resume_from_checkpoint=_last_checkpoint(out_dir) if resume else None)
+    seconds = time.time() - t0
+    final = out_dir / "final"
+    trainer.save_model(str(final))
+    adapter = (final / "adapter_config.json").exists()
+    (final / "inquire_train.json").write_text(json.dumps({
+        "stage": "grpo", "profile": profile.name, "start": start, "adapter": adapter, "base": base_of(start, profile),
+        "seconds": seconds, "rewards": list(reward_names)}))
+    return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds)
