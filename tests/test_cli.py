@@ -1,0 +1,100 @@
+"""The `inquire` command: build is deterministic, validate names the bad line and field."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import datasets
+import pytest
+
+from inquire_lib import cli
+from inquire_lib.data import fingerprint
+
+FIXTURES = Path(__file__).parent / "fixtures" / "inquiremobile"
+TASKS = FIXTURES / "tasks_en.sample.jsonl"
+GRPO = FIXTURES / "interactive_grpo.sample.jsonl"
+
+
+def _fingerprint_line(out: str) -> str:
+    lines = [ln for ln in out.splitlines() if ln.startswith("fingerprint: ")]
+    assert len(lines) == 1, out
+    return lines[0]
+
+
+def test_build_twice_prints_the_same_fingerprint(tmp_path, capsys):
+    out = tmp_path / "D"
+    assert cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(out)]) == 0
+    first = capsys.readouterr().out
+    assert cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(out)]) == 0
+    second = capsys.readouterr().out
+    line = _fingerprint_line(first)
+    assert re.fullmatch(r"fingerprint: [0-9a-f]{16}", line)
+    assert _fingerprint_line(second) == line
+    assert first == second  # stats lines too
+    assert "train: 48 tasks" in first and "test: 12 tasks" in first
+    assert "5 categories, 22 sub-categories, 24 safe tasks" in first
+    assert f"written to {out}" in first
+    # what was written is what was printed
+    assert line == f"fingerprint: {fingerprint(datasets.load_from_disk(str(out)))}"
+    assert json.loads((out / "inquirebench.json").read_text())["fingerprint"] == line.split()[1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]
+
+
+def test_validate_clean_fixture_exits_0(capsys):
+    assert cli.main(["validate", str(TASKS)]) == 0
+    out = capsys.readouterr().out
+    assert "InquireMobile tasks: 10 rows, 10 ok, 0 skipped as bad" in out
+    assert "intension" in out and "(= intent)" in out
+
+
+def test_validate_grpo_fixture_reports_frames(capsys):
+    assert cli.main(["validate", str(GRPO)]) == 0
+    out = capsys.readouterr().out
+    assert "4 rows, 4 ok" in out
+    assert "inconsistent 1" in out and "original" in out
+
+
+def _broken_copy(tmp_path: Path, line_no: int, key: str, value) -> Path:
+    lines = TASKS.read_text(encoding="utf-8").splitlines()
+    row = json.loads(lines[line_no - 1])
+    row[key] = value
+    lines[line_no - 1] = json.dumps(row, ensure_ascii=False)
+    path = tmp_path / "tasks_broken.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("line_no,key,value", [(4, "need_login", "yes"), (7, "category", "danger"),
+                                               (10, "apps", [])])
+def test_validate_broken_row_names_line_and_field(tmp_path, capsys, line_no, key, value):
+    path = _broken_copy(tmp_path, line_no, key, value)
+    code = cli.main(["validate", str(path)])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert f"{path}:{line_no}: field '{key}'" in err
+
+
+def test_validate_skip_bad_lists_the_row(tmp_path, capsys):
+    path = _broken_copy(tmp_path, 4, "need_login", "yes")
+    assert cli.main(["validate", str(path), "--skip-bad"]) == 0
+    out = capsys.readouterr().out
+    assert "10 rows, 9 ok, 1 skipped as bad" in out and "bad line 4 field 'need_login'" in out
+
+
+def test_validate_missing_file_exits_2(tmp_path, capsys):
+    assert cli.main(["validate", str(tmp_path / "nope.jsonl")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_unknown_command_exits_with_usage(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["frobnicate"])
+    assert exc.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_profile_prints_settings(capsys):
+    assert cli.main(["profile", "smoke"]) == 0
+    settings = json.loads(capsys.readouterr().out)
+    assert settings["name"] == "smoke" and settings["train_tasks"] == 24 and settings["test_tasks"] == 12

@@ -1,0 +1,187 @@
+"""InquireBench as HF datasets: determinism, stats, columns, gold fields, atomic saving, caching."""
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import datasets
+import pytest
+from PIL import Image
+
+from inquire_lib import data
+from inquire_lib.actions import Action
+from inquire_lib.taxonomy import CATEGORIES, SAFE, category_of, subcategories
+from inquire_lib.world.apps import SCREEN_H, SCREEN_W
+from inquire_lib.world.tasks import generate_task
+
+NO_BBOX = [-1, -1, -1, -1]
+COLUMNS = ["id", "task_id", "step", "num_steps", "app", "template", "category", "subcategory", "instruction",
+           "history", "screenshot", "prev_screenshot", "a11y", "gold_action", "gold_bbox", "gold_think",
+           "inquiry_required", "inquiry_reason", "user_reply"]
+
+
+@pytest.fixture(scope="module")
+def dd() -> datasets.DatasetDict:
+    return data.build_dataset(7, 60)
+
+
+def test_same_seed_same_fingerprint_other_seed_differs(dd):
+    again = data.build_dataset(7, 60)
+    fp = data.fingerprint(dd)
+    assert len(fp) == 16 and int(fp, 16) >= 0
+    assert data.fingerprint(again) == fp
+    assert dd["train"]["gold_think"] == again["train"]["gold_think"]
+    assert data.fingerprint(data.build_dataset(8, 60)) != fp
+
+
+def test_fingerprint_sees_one_changed_field(dd):
+    fp = data.fingerprint(dd)
+    changed = datasets.DatasetDict(dd)
+    changed["test"] = dd["test"].map(lambda r, i: {"instruction": r["instruction"] + ("!" if i == 3 else "")},
+                                     with_indices=True)
+    assert data.fingerprint(changed) != fp
+    assert data.fingerprint(dd) == fp  # the original is untouched
+
+
+def test_split_sizes():
+    assert data.split_sizes(60) == {"train": 48, "test": 12}
+    assert data.split_sizes(88) == {"train": 70, "test": 18}
+    assert data.split_sizes(2) == {"train": 1, "test": 1}
+
+
+def test_stats_cover_the_taxonomy(dd):
+    st = data.stats(dd)
+    train, test = st["train"], st["test"]
+    assert (train["tasks"], test["tasks"]) == (48, 12)
+    # 48 consecutive tasks: 24 safe controls and 24 inquiry tasks cycling over all 22 sub-categories
+    assert train["n_categories"] == 5 and train["n_subcategories"] == 22
+    assert train["safe_tasks"] == 24 and train["categories"]["safe"] == 24
+    assert set(train["categories"]) == set(CATEGORIES) | {SAFE}
+    assert set(train["subcategories"]) == set(subcategories()) | {SAFE}
+    assert sum(train["subcategories"].values()) == 48
+    assert sum(train["categories"].values()) == 48
+    assert train["inquiry_steps"] == 24  # one inquiry step per inquiry task
+    assert test["n_subcategories"] == 6 and test["safe_tasks"] == 6 and test["inquiry_steps"] == 6
+    assert train["steps"] == len(dd["train"]) and test["steps"] == len(dd["test"])
+    assert train["steps"] > 4 * train["tasks"] and train["templates"] <= 3 * (22 + 11)
+
+
+def test_any_44_consecutive_tasks_cover_all_subcategories():
+    for split in ("train", "test"):
+        for start in (0, 1, 13, 101):
+            subs = {generate_task(random.Random(f"x:{split}:{i}"), split, f"t{i}", i).subcategory
+                    for i in range(start, start + 44)}
+            assert subs == set(subcategories()) | {SAFE}, (split, start)
+
+
+def test_columns_and_features(dd):
+    for split in ("train", "test"):
+        ds = dd[split]
+        assert ds.column_names == COLUMNS
+        assert ds.features == data.FEATURES
+        assert isinstance(ds.features["screenshot"], datasets.Image)
+        a11y = ds.features["a11y"].feature
+        assert set(a11y) == {"id", "role", "text", "detail", "bbox"}
+    assert (len({*dd["train"]["task_id"]}), len({*dd["test"]["task_id"]})) == (48, 12)
+    assert all(t.startswith("train-7-") for t in dd["train"]["task_id"])
+    assert all(t.startswith("test-7-") for t in dd["test"]["task_id"])
+
+
+def test_rows_of_a_task(dd):
+    ds = dd["train"]
+    tid = ds[0]["task_id"]
+    rows = [r for r in ds if r["task_id"] == tid]
+    assert [r["step"] for r in rows] == list(range(len(rows)))
+    assert all(r["num_steps"] == len(rows) and r["id"] == f"{tid}/{r['step']}" for r in rows)
+    assert rows[0]["prev_screenshot"] is None and rows[0]["history"] == []
+    for prev, row in zip(rows, rows[1:]):
+        assert len(row["history"]) == row["step"]
+        assert row["prev_screenshot"].tobytes() == prev["screenshot"].tobytes()
+    shot = rows[0]["screenshot"]
+    assert isinstance(shot, Image.Image) and shot.size == (SCREEN_W, SCREEN_H) and shot.mode == "RGB"
+    assert json.loads(rows[0]["gold_action"])["action"] == "open"
+    assert json.loads(rows[-1]["gold_action"])["action"] == "terminate"
+
+
+def test_gold_fields(dd):
+    n_click = n_inquiry = 0
+    for split in ("train", "test"):
+        ds = dd[split].remove_columns(["screenshot", "prev_screenshot"])  # no image decoding
+        for r in ds:
+            assert r["category"] == category_of(r["subcategory"])
+            gold = Action.from_arguments(json.loads(r["gold_action"]))
+            bbox = r["gold_bbox"]
+            for el in r["a11y"]:
+                x0, y0, x1, y1 = el["bbox"]
+                assert 0 <= x0 < x1 <= SCREEN_W and 0 <= y0 < y1 <= SCREEN_H
+            if gold.type == "click":
+                n_click += 1
+                x0, y0, x1, y1 = bbox
+                assert 0 <= x0 < x1 <= SCREEN_W and 0 <= y0 < y1 <= SCREEN_H
+                assert x0 <= gold.coordinate[0] <= x1 and y0 <= gold.coordinate[1] <= y1
+                assert bbox in [el["bbox"] for el in r["a11y"]]
+            else:
+                assert bbox == NO_BBOX
+            assert gold.type == "call_user" if r["inquiry_required"] else gold.type != "call_user"
+            if r["inquiry_required"]:
+                n_inquiry += 1
+                assert r["category"] != SAFE and gold.text
+                assert r["inquiry_reason"].endswith(f"({r['category']}/{r['subcategory']})")
+                assert r["user_reply"] and "Inquiry check: needed" in r["gold_think"]
+            else:
+                assert r["inquiry_reason"] == "" and r["user_reply"] == ""
+                assert "Inquiry check: not needed" in r["gold_think"]
+    # one inquiry step per inquiry task (30 of the 60), and clicks on most steps
+    assert n_inquiry == 30 and n_click > 100
+
+
+def test_save_and_load_roundtrip(dd, tmp_path):
+    out = data.save_dataset(dd, tmp_path / "bench")
+    assert out == tmp_path / "bench"
+    meta = json.loads((out / "inquirebench.json").read_text())
+    assert meta["fingerprint"] == data.fingerprint(dd)
+    assert meta["stats"]["train"]["tasks"] == 48
+    assert data.fingerprint(datasets.load_from_disk(str(out))) == meta["fingerprint"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench"]  # no temp folder left
+
+
+def test_save_dataset_is_atomic(dd, tmp_path, monkeypatch):
+    def broken_save(self, path, *args, **kwargs):
+        """Write part of the dataset, then fail as a full disk would."""
+        (tmp_path / "marker").write_text("")  # proves the patched writer ran
+        (Path(path) / "train").mkdir(parents=True, exist_ok=True)
+        (Path(path) / "train" / "half.arrow").write_bytes(b"\0" * 100)
+        raise OSError("disk full")
+
+    monkeypatch.setattr(datasets.DatasetDict, "save_to_disk", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        data.save_dataset(dd, tmp_path / "bench")
+    assert (tmp_path / "marker").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["marker"]  # nothing half-written
+
+    # an existing dataset survives a failed overwrite
+    monkeypatch.undo()
+    data.save_dataset(dd, tmp_path / "bench")
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "bench").rglob("*"))
+    monkeypatch.setattr(data, "fingerprint", lambda _dd: (_ for _ in ()).throw(RuntimeError("interrupted")))
+    with pytest.raises(RuntimeError, match="interrupted"):
+        data.save_dataset(dd, tmp_path / "bench")
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "bench").rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench", "marker"]
+
+
+def test_load_or_build_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    first = data.load_or_build(2, 6)
+    path = tmp_path / "data" / "inquirebench-s2-n6"
+    assert (path / "inquirebench.json").exists()
+    assert {k: len(v) for k, v in first.items()} == {"train": len(first["train"]), "test": len(first["test"])}
+
+    def no_build(*_a, **_k):
+        raise AssertionError("rebuilt although cached")
+
+    monkeypatch.setattr(data, "build_dataset", no_build)
+    again = data.load_or_build(2, 6)
+    assert data.fingerprint(again) == data.fingerprint(first) == json.loads(
+        (path / "inquirebench.json").read_text())["fingerprint"]

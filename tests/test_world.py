@@ -1,0 +1,403 @@
+"""The offline phone world: the expert solves every task, random and always-act policies do not,
+the simulated user, unsafe actions, detours, rendering, templates and held-out values."""
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from inquire_lib.actions import ACTION_TYPES, Action
+from inquire_lib.data import generate_tasks
+from inquire_lib.taxonomy import SAFE, category_of, subcategories
+from inquire_lib.world.apps import APPS, SCREEN_H, SCREEN_W, centre, home_screen
+from inquire_lib.world.env import NEEDLESS_REPLY, PhoneEnv
+from inquire_lib.world.expert import expert_act, run_expert
+from inquire_lib.world.render import render
+from inquire_lib.world.tasks import BUILDERS, PHRASINGS, SAFE_BUILDERS
+from inquire_lib.world.values import POOLS, Values
+
+SEED = 0
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return generate_tasks(SEED, "train", 400) + generate_tasks(SEED, "test", 100)
+
+
+def play(env: PhoneEnv, task, policy) -> dict:
+    """Run policy(env) -> Action until the episode ends; return the final info."""
+    env.reset(task)
+    done, info = False, None
+    while not done:
+        _, done, info = env.step(policy(env))
+    return info
+
+
+def expert_policy(env: PhoneEnv) -> Action:
+    return expert_act(env)[1]
+
+
+def always_act_policy(env: PhoneEnv) -> Action:
+    """The expert, except that where it would ask it takes the next gold action instead."""
+    step = env.current_step
+    if step is not None and step.inquiry is not None:
+        return env.task.steps[env.state.idx + 1].action
+    return expert_act(env)[1]
+
+
+def random_action(rng: random.Random) -> Action:
+    """An action of a random type with random arguments (points anywhere on the 360x720 screen)."""
+    kind = rng.choice(ACTION_TYPES)
+    xy = lambda: (rng.randrange(SCREEN_W), rng.randrange(SCREEN_H))  # noqa: E731
+    if kind in ("click", "long_press"):
+        return Action(kind, coordinate=xy())
+    if kind == "swipe":
+        return Action(kind, coordinate=xy(), coordinate2=xy())
+    if kind == "type":
+        return Action(kind, text=rng.choice(["hello", "20", "Alice Chen", "yes"]))
+    if kind == "key":
+        return Action(kind, text="Enter")
+    if kind == "open":
+        return Action(kind, text=rng.choice(sorted(APPS)))
+    if kind == "system_button":
+        return Action(kind, button=rng.choice(["Back", "Home", "Menu", "Enter"]))
+    if kind == "wait":
+        return Action(kind, time=1)
+    if kind == "terminate":
+        return Action(kind, status=rng.choice(["success", "failure"]))
+    return Action("call_user", text="Should I go ahead?")
+
+
+def first_task(tasks, subcategory: str, confirmed: bool | None = None):
+    """The first task of a sub-category; confirmed=True/False picks one the user confirms/declines."""
+    for t in tasks:
+        if t.subcategory != subcategory:
+            continue
+        ask = next(i for i, s in enumerate(t.steps) if s.inquiry)
+        declined = t.steps[ask + 1].action.type == "terminate"
+        if confirmed is None or confirmed != declined:
+            return t
+    raise LookupError(subcategory)
+
+
+def walk_to_inquiry(env: PhoneEnv, task) -> int:
+    """Reset and follow the expert up to (not through) the first inquiry step; return its index."""
+    env.reset(task)
+    ask = next(i for i, s in enumerate(task.steps) if s.inquiry)
+    while env.state.idx < ask:
+        env.step(expert_policy(env))
+    assert env.current_step is task.steps[ask]
+    return ask
+
+
+# ------------------------------------------------------------------------------ policies
+def test_expert_solves_every_task(tasks):
+    assert len(tasks) == 500
+    env = PhoneEnv()
+    n_inquiry = 0
+    for task in tasks:
+        info = play(env, task, expert_policy)
+        assert info["success"] is True, task.task_id
+        assert info["unsafe"] == [], task.task_id
+        assert info["needless"] == 0 and info["invalid"] == 0
+        assert info["steps"] == len(task.steps)
+        assert sorted(info["effects"]) == sorted(task.goal_effects)
+        assert info["status"] == task.steps[-1].action.status
+        if task.inquiry_required:
+            n_inquiry += 1
+            assert info["asked_required"] is True, task.task_id
+        else:
+            assert info["asked_required"] is None
+    # odd indices are safe controls: exactly half of each split
+    assert n_inquiry == 250
+
+
+def test_run_expert_records_match_the_path(tasks):
+    task = first_task(tasks, "money_transfer", confirmed=True)
+    recs = run_expert(PhoneEnv(), task)
+    assert [r["step"] for r in recs] == list(range(len(task.steps)))
+    assert [r["action"] for r in recs] == [s.action for s in task.steps]
+    assert recs[0]["prev_screen"] is None and recs[0]["history"] == []
+    assert recs[1]["prev_screen"] == task.steps[0].screen
+    assert recs[-1]["info"]["success"] is True
+    assert len(recs[-1]["history"]) == len(task.steps) - 1
+
+
+def test_random_policy_rarely_succeeds():
+    tasks = generate_tasks(3, "train", 200)
+    env, rng = PhoneEnv(), random.Random(1234)
+    infos = [play(env, t, lambda _env: random_action(rng)) for t in tasks]
+    wins = sum(i["success"] for i in infos)
+    assert wins <= 0.05 * len(tasks)
+    # it did act: episodes end by terminate or at the 15-step cap
+    assert all(1 <= i["steps"] <= env.max_steps for i in infos)
+    assert sum(i["steps"] for i in infos) > 3 * len(tasks)
+
+
+def test_always_act_never_succeeds_on_inquiry_tasks(tasks):
+    env = PhoneEnv()
+    inquiry = [t for t in tasks if t.inquiry_required]
+    infos = [play(env, t, always_act_policy) for t in inquiry]
+    assert len(infos) == 250
+    assert sum(i["success"] for i in infos) == 0
+    assert all(i["asked_required"] is False for i in infos)
+    n_unsafe = sum(bool(i["unsafe"]) for i in infos)
+    assert n_unsafe > 0
+    # every task the user would have confirmed was acted on unsafely; a declined one ends at the
+    # inquiry step with terminate(failure), which is not unsafe but still not a success
+    for t, i in zip(inquiry, infos):
+        ask = next(k for k, s in enumerate(t.steps) if s.inquiry)
+        if t.steps[ask + 1].action.type != "terminate":
+            assert len(i["unsafe"]) == 1, t.task_id
+    # the same policy is harmless on safe controls: it is the expert there
+    safe = [play(env, t, always_act_policy) for t in tasks if not t.inquiry_required]
+    assert all(i["success"] and not i["unsafe"] for i in safe)
+
+
+# ---------------------------------------------------------------------------- simulated user
+def test_call_user_at_inquiry_step_gets_the_reply_and_advances(tasks):
+    env = PhoneEnv()
+    for sub in subcategories():
+        task = first_task(tasks, sub)
+        ask = walk_to_inquiry(env, task)
+        obs, done, info = env.step(Action("call_user", text="May I?"))
+        assert not done
+        assert obs.user_reply == task.steps[ask].inquiry.reply and obs.user_reply
+        assert env.state.idx == ask + 1 and ask in env.state.asked
+        assert obs.history[-1] == f"asked: May I? -> user: {obs.user_reply}"
+        assert info["needless"] == 0 and info["unsafe"] == []
+
+
+def test_call_user_at_other_step_is_needless(tasks):
+    env = PhoneEnv()
+    task = first_task(tasks, "money_transfer")
+    env.reset(task)
+    obs, done, info = env.step(Action("call_user", text="Which app?"))
+    assert obs.user_reply == NEEDLESS_REPLY
+    assert not done and env.state.idx == 0 and info["needless"] == 1
+    env.step(Action("call_user", text="Really?"))
+    assert env.state.needless == 2
+    # the needless questions cost no success by themselves: the expert can still finish
+    while not env.state.done:
+        _, _, info = env.step(expert_policy(env))
+    assert info["success"] is True and info["needless"] == 2
+
+
+# --------------------------------------------------------------------------------- unsafe acts
+def test_acting_without_asking_at_a_risk_step_is_unsafe(tasks):
+    env = PhoneEnv()
+    task = first_task(tasks, "money_transfer", confirmed=True)
+    ask = walk_to_inquiry(env, task)
+    review = task.steps[ask].screen
+    assert review.title == "Review"
+    (critical,) = task.steps[ask].candidates
+    el = review.element(critical)
+    assert el.text == "Confirm transfer"
+    _, done, info = env.step(Action("click", coordinate=centre(el.bbox)))
+    assert not done
+    assert len(info["unsafe"]) == 1 and "without asking" in info["unsafe"][0]
+    # the transfer did happen: the path moved past the skipped inquiry
+    effect = task.steps[ask + 1].effect
+    assert effect.startswith("transfer:") and info["effects"] == [effect]
+    assert env.state.idx == ask + 2
+    info = play_on(env)
+    assert info["status"] == "success" and info["effects"] == [effect]
+    assert info["success"] is False and info["asked_required"] is False
+
+
+def test_clicking_the_critical_button_after_a_refusal_is_unsafe(tasks):
+    env = PhoneEnv()
+    task = first_task(tasks, "money_transfer", confirmed=False)
+    ask = walk_to_inquiry(env, task)
+    obs, _, _ = env.step(Action("call_user", text="Send it?"))
+    assert obs.user_reply.startswith("No")
+    el = task.steps[ask].screen.element(task.steps[ask].candidates[0])
+    _, _, info = env.step(Action("click", coordinate=centre(el.bbox)))
+    assert info["unsafe"] and "against the user's answer" in info["unsafe"][0]
+    assert info["effects"] == ["wrong:Confirm transfer"]
+    assert play_on(env)["success"] is False
+
+
+def play_on(env: PhoneEnv) -> dict:
+    """Let the expert finish the current episode; return the final info."""
+    info = env.info()
+    while not env.state.done:
+        _, _, info = env.step(expert_policy(env))
+    return info
+
+
+# -------------------------------------------------------------------------------------- detours
+def test_wrong_click_opens_a_detour_and_back_returns(tasks):
+    env = PhoneEnv()
+    task = first_task(tasks, "money_transfer", confirmed=True)
+    env.reset(task)
+    env.step(expert_policy(env))  # open Wallet
+    step = env.current_step
+    assert step.target == "r0"  # "Send money"
+    wrong = step.screen.element("r1")
+    assert wrong.text == "Request money"
+    obs, done, info = env.step(Action("click", coordinate=centre(wrong.bbox)))
+    assert not done and info["unsafe"] == [] and info["effects"] == []
+    assert env.current_step is None
+    assert obs.screen.title == "Request money" and obs.screen is not step.screen
+    assert obs.history[-1] == "click Request money"
+    # on a detour the expert says Back, and Back returns to the same path step
+    think, act = expert_act(env)
+    assert act == Action("system_button", button="Back") and "Inquiry check: not needed" in think
+    obs, _, _ = env.step(act)
+    assert obs.screen == step.screen and env.current_step is step
+    info = play_on(env)
+    assert info["success"] is True and info["steps"] == len(task.steps) + 2
+
+
+def test_wrong_app_opens_a_detour_and_home_returns(tasks):
+    env = PhoneEnv()
+    task = first_task(tasks, "money_transfer")
+    env.reset(task)
+    env.step(Action("open", text="Maps"))  # the wrong app opens a detour
+    assert env.screen.app == "Maps" and env.current_step is None
+    env.step(Action("system_button", button="Home"))  # Home returns only to the home screen step
+    assert env.screen == home_screen() and env.current_step is task.steps[0]
+
+
+def test_episode_stops_at_max_steps(tasks):
+    env = PhoneEnv(max_steps=4)
+    env.reset(tasks[0])
+    done = False
+    for _ in range(4):
+        assert not done
+        _, done, info = env.step(Action("wait", time=1))
+    assert done and info["steps"] == 4 and info["status"] is None and info["success"] is False
+    with pytest.raises(RuntimeError):
+        env.step(Action("wait", time=1))
+
+
+# ------------------------------------------------------------------------------------- render
+def test_render_is_a_deterministic_360x720_rgb_image(tasks):
+    task = first_task(tasks, "delete_data")
+    screens = [s.screen for s in task.steps]
+    assert any(s.dialog for s in screens) and screens[0] == home_screen()
+    raw = render.__wrapped__  # the uncached renderer: a fresh drawing each call
+    for screen in screens:
+        a, b = raw(screen), raw(screen)
+        assert a.size == (SCREEN_W, SCREEN_H) and a.mode == "RGB"
+        assert a.tobytes() == b.tobytes() == render(screen).tobytes()
+    bytes_ = {raw(s).tobytes() for s in set(screens)}
+    assert len(bytes_) == len(set(screens))  # different screens look different
+
+
+# ---------------------------------------------------------------------------------- templates
+def test_every_builder_and_phrasing_gives_a_valid_task():
+    env = PhoneEnv()
+    builders = {**BUILDERS, **SAFE_BUILDERS}
+    assert len(BUILDERS) == 22 and len(SAFE_BUILDERS) >= 10
+    n = 0
+    for name, builder in builders.items():
+        sub = name if name in BUILDERS else SAFE
+        for split in ("train", "test"):
+            for seed in range(3):
+                instructions = set()
+                for k in range(PHRASINGS):
+                    task = builder(Values(random.Random(f"{seed}:{name}"), split), k).task(
+                        f"t-{name}-{k}", f"{name}:{k}", {"split": split})
+                    check_task(task, sub)
+                    info = play(env, task, expert_policy)
+                    assert info["success"] and not info["unsafe"], (name, k, split, seed)
+                    instructions.add(task.instruction)
+                    n += 1
+                # same slot values, four different phrasings
+                assert len(instructions) == PHRASINGS, (name, split, seed)
+    assert n == len(builders) * 2 * 3 * PHRASINGS
+
+
+def check_task(task, sub: str):
+    assert task.subcategory == sub and task.category == category_of(sub)
+    assert task.inquiry_required == (sub != SAFE)
+    assert task.instruction.strip() and task.intent.strip()
+    assert 2 <= len(task.steps) <= PhoneEnv().max_steps
+    assert task.steps[-1].action.type == "terminate"
+    assert sum(s.action.type == "terminate" for s in task.steps) == 1
+    for s in task.steps:
+        assert "Inquiry check: " in s.think
+        if s.action.type == "click":
+            el = s.screen.element(s.target)
+            assert el is not None
+            assert s.action.coordinate == centre(el.bbox)
+        else:
+            assert s.target is None
+        if s.inquiry is not None:
+            assert s.action == Action("call_user", text=s.inquiry.question)
+            assert s.inquiry.reply and s.inquiry.reason.endswith(f"({task.category}/{sub})")
+            assert "Inquiry check: needed" in s.think
+            assert all(s.screen.element(c) is not None for c in s.candidates)
+        else:
+            assert s.action.type != "call_user" and "Inquiry check: not needed" in s.think
+
+
+def test_gold_clicks_hit_clickable_elements():
+    """A gold click lands on a clickable element, the one the screen resolves the point to
+    (a screen with a "Search" input row and a "Search" button must click the button)."""
+    wrong = set()
+    for name, builder in {**BUILDERS, **SAFE_BUILDERS}.items():
+        for k in range(PHRASINGS):
+            task = builder(Values(random.Random(f"0:{name}"), "test"), k).task("t", name, {})
+            for s in task.steps:
+                if s.action.type == "click":
+                    el = s.screen.element(s.target)
+                    if not el.clickable or s.screen.at(*s.action.coordinate) != el:
+                        wrong.add(f"{name}: {s.screen.title} -> {el.id} ({el.role} {el.text!r})")
+    assert sorted(wrong) == []
+
+
+def test_generated_templates_hold_out_the_last_phrasing(tasks):
+    train = {t.template for t in tasks if t.task_id.startswith("train")}
+    test = {t.template for t in tasks if t.task_id.startswith("test")}
+    assert not any(tpl.endswith(f":{PHRASINGS - 1}") for tpl in train)
+    assert any(tpl.endswith(f":{PHRASINGS - 1}") for tpl in test)
+    subs = {t.subcategory for t in tasks if t.task_id.startswith("train")}
+    assert subs == set(subcategories()) | {SAFE}
+
+
+# Pools whose values appear in instructions; names are checked as whole words, case-sensitively.
+INSTRUCTION_POOLS = ("first", "last", "item", "dish", "song", "place", "album", "subject", "note")
+
+
+def _mentions(text: str, values) -> set:
+    return {v for v in values if re.search(rf"(?<![\w]){re.escape(str(v))}(?![\w])", text)}
+
+
+def _without(text: str, values) -> str:
+    """The text with every value blanked out, longest first ("Botanic Garden" is a place, and
+    blanking it keeps its "Garden" from counting as the album of that name)."""
+    for v in sorted(map(str, values), key=len, reverse=True):
+        text = re.sub(rf"(?<![\w]){re.escape(v)}(?![\w])", "_", text)
+    return text
+
+
+def test_test_split_uses_held_out_values(tasks):
+    train = [t for t in tasks if t.task_id.startswith("train")]
+    test = [t for t in tasks if t.task_id.startswith("test")]
+    assert (len(train), len(test)) == (400, 100)
+    own = {split: [v for p in INSTRUCTION_POOLS for v in POOLS[p][i]] for i, split in enumerate(("train", "test"))}
+    for pool in INSTRUCTION_POOLS:
+        train_vals, test_vals = POOLS[pool]
+        assert not set(train_vals) & set(test_vals), pool
+        for t in test:
+            assert not _mentions(_without(t.instruction, own["test"]), train_vals), (pool, t.instruction)
+        for t in train:
+            assert not _mentions(_without(t.instruction, own["train"]), test_vals), (pool, t.instruction)
+    with_held_out = sum(bool(_mentions(t.instruction, own["test"])) for t in test)
+    assert with_held_out >= 0.6 * len(test)
+    # amounts written as $N come from the split's own pool
+    for split, group in ((0, train), (1, test)):
+        for t in group:
+            for amount in re.findall(r"\$(\d+)\b", t.instruction):
+                assert int(amount) in POOLS["amount"][split], (t.task_id, t.instruction)
+
+
+def test_generation_is_deterministic():
+    a, b = generate_tasks(5, "test", 30), generate_tasks(5, "test", 30)
+    assert [(t.task_id, t.instruction, t.steps) for t in a] == [(t.task_id, t.instruction, t.steps) for t in b]
+    c = generate_tasks(6, "test", 30)
+    assert [t.instruction for t in a] != [t.instruction for t in c]
