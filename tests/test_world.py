@@ -2,8 +2,12 @@
 the simulated user, unsafe actions, detours, rendering, templates and held-out values."""
 from __future__ import annotations
 
+import hashlib
+import os
 import random
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -394,6 +398,28 @@ def test_test_split_uses_held_out_values(tasks):
         for t in group:
             for amount in re.findall(r"\$(\d+)\b", t.instruction):
                 assert int(amount) in POOLS["amount"][split], (t.task_id, t.instruction)
+
+
+_DIGEST = (
+    "import hashlib, random\n"
+    "from inquire_lib.world.tasks import generate_task\n"
+    "tasks = [generate_task(random.Random(f'inquirebench:0:{s}:{i}'), s, f'{s}-0-{i:05d}', i)\n"
+    "         for s, n in (('train', 400), ('test', 100)) for i in range(n)]\n"
+    "print(hashlib.sha256(repr(tasks).encode()).hexdigest())\n"
+)
+
+
+def test_generation_does_not_depend_on_the_hash_seed(tasks):
+    """Same seed, same tasks in every process: nothing may iterate over a set of strings, whose
+    order changes with PYTHONHASHSEED."""
+    digests = set()
+    for hash_seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run([sys.executable, "-c", _DIGEST], env=env, capture_output=True, text=True,
+                             check=True, timeout=120)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1, "task generation changes with PYTHONHASHSEED"
+    assert digests == {hashlib.sha256(repr(tasks).encode()).hexdigest()}  # same ids as generate_tasks(0, ...)
 
 
 def test_generation_is_deterministic():
