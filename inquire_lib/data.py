@@ -29,6 +29,8 @@ from .world.render import render
 from .world.tasks import generate_task
 
 TEST_FRACTION = 0.2
+# bump when generation changes, so that cached builds of older code are never served
+DATA_VERSION = 2
 
 FEATURES = datasets.Features({
     "id": datasets.Value("string"),
@@ -151,7 +153,7 @@ def cache_dir() -> Path:
 
 def load_or_build(seed: int, n_tasks: int) -> datasets.DatasetDict:
     """The generated benchmark for (seed, n_tasks), cached on disk after the first build."""
-    path = cache_dir() / "data" / f"inquirebench-s{seed}-n{n_tasks}"
+    path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-n{n_tasks}"
     if (path / "inquirebench.json").exists():
         return datasets.load_from_disk(str(path))
     save_dataset(build_dataset(seed, n_tasks), path)

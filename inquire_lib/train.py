@@ -35,6 +35,7 @@ class TrainResult:
     log_history: list
     n_examples: int
     seconds: float
+    samples: list | None = None  # GRPO: the last generation batch with its rewards
 
 
 def artifacts_dir(profile: Profile) -> Path:
@@ -54,14 +55,19 @@ def _keep(rec_id: str, fraction: float, seed: int) -> bool:
 
 
 def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: float = 1.0) -> datasets.Dataset:
-    """Step records -> TRL records; keeps only `inquiry_fraction` of the steps whose gold is call_user."""
+    """Step records -> TRL records; keeps only `inquiry_fraction` of the steps whose gold is call_user.
+    Screenshots pass through as their stored PNG bytes (decoding and re-encoding thousands of
+    images would dominate the preparation time)."""
     if inquiry_fraction < 1.0:
         ds = ds.filter(lambda req, rid: not req or _keep(rid, inquiry_fraction, profile.seed),
                        input_columns=["inquiry_required", "id"])
+    raw = datasets.Image(decode=False)
+    ds = ds.cast_column("screenshot", raw).cast_column("prev_screenshot", raw)
     frame = frame_for(profile)
     keep = ["prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required", "category", "subcategory", "id"]
-    out = ds.map(lambda r: to_training_record(r, profile, frame), remove_columns=[c for c in ds.column_names if c not in keep])
-    return out
+    out = ds.map(lambda r: to_training_record(r, profile, frame), remove_columns=[c for c in ds.column_names if c not in keep],
+                 keep_in_memory=True, desc="training records")
+    return out.cast_column("images", datasets.List(datasets.Image()))
 
 
 def _device_kwargs(profile: Profile) -> dict:
@@ -194,7 +200,23 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     final = out_dir / "final"
     trainer.save_model(str(final))
     adapter = (final / "adapter_config.json").exists()
+    samples = _last_samples(trainer)
     (final / "inquire_train.json").write_text(json.dumps({
         "stage": "grpo", "profile": profile.name, "start": start, "adapter": adapter, "base": base_of(start, profile),
         "seconds": seconds, "rewards": list(reward_names)}))
-    return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds)
+    return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, samples)
+
+
+def _last_samples(trainer) -> list[dict]:
+    """The trainer's buffer of its last generation batch (prompts, completions, rewards, advantages)."""
+    logs = getattr(trainer, "_logs", None) or {}
+    completions = list(logs.get("completion", []))
+    rewards = {k: list(v) for k, v in logs.get("rewards", {}).items()}
+    advantages = list(logs.get("advantages", []))
+    out = []
+    for i, c in enumerate(completions):
+        text = c if isinstance(c, str) else (c[0]["content"] if isinstance(c[0].get("content"), str) else
+                                             "".join(part.get("text", "") for part in c[0]["content"]))
+        out.append({"completion": text, "rewards": {k: v[i] for k, v in rewards.items() if i < len(v)},
+                    "advantage": advantages[i] if i < len(advantages) else float("nan")})
+    return out

@@ -174,7 +174,7 @@ def test_save_dataset_is_atomic(dd, tmp_path, monkeypatch):
 def test_load_or_build_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     first = data.load_or_build(2, 6)
-    path = tmp_path / "data" / "inquirebench-s2-n6"
+    path = tmp_path / "data" / f"inquirebench-v{data.DATA_VERSION}-s2-n6"
     assert (path / "inquirebench.json").exists()
     assert {k: len(v) for k, v in first.items()} == {"train": len(first["train"]), "test": len(first["test"])}
 

@@ -81,7 +81,7 @@ class Flow:
 
     def tap(self, screen: Screen, text: str, need: str, effect: str | None = None,
             why: str = "this step is safe and fully specified") -> "Flow":
-        el = screen.find(text)
+        el = next((e for e in screen.elements if e.text == text and e.clickable), None)
         if el is None:
             raise ValueError(f"{screen.title}: no element {text!r} in {[e.text for e in screen.elements]}")
         think = (f"{screen.app} / {screen.title}. Next: {need}. Target: {el.text} <{el.id}>. "

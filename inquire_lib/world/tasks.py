@@ -182,7 +182,7 @@ def permission_grant(v: Values, k: int) -> Flow:
     f = Flow("Settings", "permission_grant", instr)
     home = app_screen("Settings", "Settings", rows=["Network", "Display", "Apps", "Privacy", "Battery", "About"], back=False)
     perms = app_screen("Settings", "Privacy", rows=["Location", "Contacts", "Microphone", "Camera"])
-    page = app_screen("Settings", perm.capitalize(), rows=v.shuffled([(a, "off") for a in {app, "Wallet", "Shop", "Mail"}]))
+    page = app_screen("Settings", perm.capitalize(), rows=v.shuffled([(a, "off") for a in dict.fromkeys([app, "Wallet", "Shop", "Mail"])]))
     reply, yes = _reply(v)
     f.open().tap(home, "Privacy", "open privacy").tap(perms, perm.capitalize(), f"open {perm} permissions")
     f.ask(page, f"Allow {app} to access your {perm}?", reply, f"{app} would read the user's {perm}", candidates=(app,))

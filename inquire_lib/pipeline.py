@@ -1,0 +1,92 @@
+"""What the notebooks do, one call per step: named checkpoints, evaluation, figures, metrics files.
+
+Checkpoints of a profile live in `artifacts/<profile>/<name>/final`; their evaluations and the
+metrics JSON in `papermill_runs/<profile>/` (see `evaluate.py`); figures in `figures/<profile>/`.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import time
+from pathlib import Path
+
+from .evaluate import evaluate_model, evaluate_steps, reference_outputs, test_records
+from .models import load_checkpoint
+from .profiles import Profile, get_profile
+from .runs import REPO_ROOT, run_dir, run_manifest, write_json_atomic
+from .train import artifacts_dir, base_agent
+
+REFERENCES = ("expert", "always_act", "always_ask", "random")
+# training order, for tables
+ORDER = ("untrained", "base_agent", "sft_weak", "sft_full", "grpo_weak", "grpo_full", "grpo_task")
+
+
+def checkpoint_path(profile: Profile, name: str) -> str | None:
+    """Path of a named checkpoint: None for the untrained model, the cached base agent, or a stage output."""
+    if name == "untrained":
+        return None
+    if name == "base_agent":
+        return base_agent(profile)
+    path = artifacts_dir(profile) / name / "final"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: checkpoint {name!r} has not been trained for profile {profile.name!r}")
+    return str(path)
+
+
+def available_checkpoints(profile: Profile) -> list[str]:
+    names = ["untrained"] + (["base_agent"] if profile.base_agent_steps > 0 else [])
+    names += [n for n in ORDER[2:] if (artifacts_dir(profile) / n / "final").exists()]
+    return names
+
+
+def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None = None, out_root="papermill_runs") -> dict:
+    """Load, evaluate step by step on the test split, free the model; returns the metrics."""
+    records = records if records is not None else test_records(profile)
+    model, processor = load_checkpoint(profile, checkpoint_path(profile, name))
+    try:
+        return evaluate_model(name, model, processor, profile, records, out_root=out_root)
+    finally:
+        del model
+        gc.collect()
+
+
+def evaluate_references(profile: Profile, records: list[dict] | None = None, out_root="papermill_runs") -> list[dict]:
+    records = records if records is not None else test_records(profile)
+    return [evaluate_steps(name, records, profile, reference_outputs(name, records, profile, seed=profile.seed), out_root)
+            for name in REFERENCES]
+
+
+def load_metrics(profile: Profile, names=None, kind: str = "step", out_root="papermill_runs") -> list[dict]:
+    """Saved metrics of a run, in training order then references."""
+    folder = run_dir(profile.name, out_root) / "metrics"
+    found = {p.stem[len(kind) + 1:]: json.loads(p.read_text()) for p in sorted(folder.glob(f"{kind}_*.json"))}
+    order = [n for n in (*ORDER, *REFERENCES) if n in found] + sorted(set(found) - set(ORDER) - set(REFERENCES))
+    return [found[n] for n in order if names is None or n in names]
+
+
+def load_predictions(profile: Profile, name: str, out_root="papermill_runs") -> list[dict]:
+    path = run_dir(profile.name, out_root) / "eval" / name / "step_predictions.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def figures_dir(profile: Profile) -> Path:
+    path = REPO_ROOT / "figures" / profile.name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def save_fig(fig, profile: Profile, name: str) -> dict:
+    from .viz import save_figure
+    return save_figure(fig, figures_dir(profile) / name)
+
+
+def write_notebook_metrics(profile: Profile, name: str, payload: dict, out_root="papermill_runs") -> Path:
+    """metrics/<name>.json stamped with the run manifest (git sha, profile, versions)."""
+    body = {"notebook": name, "written": time.strftime("%Y-%m-%dT%H:%M:%S"), **payload,
+            "manifest": run_manifest(profile)}
+    return write_json_atomic(run_dir(profile.name, out_root) / "metrics" / f"{name}.json", body)
+
+
+def profile_of(name: str, seed: int | None = None) -> Profile:
+    profile = get_profile(name)
+    return profile if seed is None or seed == profile.seed else profile.replace(seed=seed)

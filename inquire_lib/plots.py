@@ -1,0 +1,99 @@
+"""Plotly charts of training and evaluation (pure: data in, figure out)."""
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .actions import ACTION_TYPES
+
+METRICS = ("format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "needless_rate",
+           "safe_step_accuracy")
+
+
+def log_curve(log_history: list[dict], keys: list[str], title: str) -> go.Figure:
+    """Lines of `keys` over training steps from a Trainer's log history."""
+    fig = go.Figure()
+    for key in keys:
+        pts = [(h["step"], h[key]) for h in log_history if key in h and "step" in h]
+        if pts:
+            fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], mode="lines+markers", name=key)
+    fig.update_layout(title=title, xaxis_title="step", height=360)
+    return fig
+
+
+def grpo_curves(log_history: list[dict], title: str) -> go.Figure:
+    """Reward components, zero-variance groups and completion length over GRPO steps."""
+    reward_keys = sorted({k for h in log_history for k in h if k.startswith("rewards/") and k.endswith("/mean")})
+    sub_keys = sorted({k for h in log_history for k in h if k.startswith("rewards/") and not k.endswith(("/mean", "/std"))})
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("reward components", "frac_reward_zero_std", "completion length"))
+    for key in ["reward", *reward_keys, *sub_keys]:
+        pts = [(h["step"], h[key]) for h in log_history if key in h]
+        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=key, mode="lines", row=1, col=1)
+    for col, key in ((2, "frac_reward_zero_std"), (3, "completions/mean_length")):
+        pts = [(h["step"], h[key]) for h in log_history if key in h]
+        fig.add_scatter(x=[p[0] for p in pts], y=[p[1] for p in pts], name=key, mode="lines", row=1, col=col)
+    fig.update_layout(title=title, height=380)
+    return fig
+
+
+def metrics_table(all_metrics: list[dict], keys=METRICS) -> pd.DataFrame:
+    rows = []
+    for m in all_metrics:
+        o = m["overall"]
+        row = {"checkpoint": m["checkpoint"]}
+        for k in keys:
+            v = o[k]
+            row[k] = None if v["value"] is None else round(v["value"], 3)
+            row[f"{k}_ci"] = None if v["value"] is None else f"{v['lo']:.2f}-{v['hi']:.2f}"
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("checkpoint")
+
+
+def metrics_bars(all_metrics: list[dict], keys=METRICS, title: str = "step-level metrics (95% Wilson CI)") -> go.Figure:
+    fig = go.Figure()
+    for m in all_metrics:
+        vals = [m["overall"][k] for k in keys]
+        fig.add_bar(name=m["checkpoint"], x=list(keys), y=[v["value"] or 0 for v in vals],
+                    error_y=dict(type="data", symmetric=False,
+                                 array=[(v["hi"] - v["value"]) if v["value"] is not None else 0 for v in vals],
+                                 arrayminus=[(v["value"] - v["lo"]) if v["value"] is not None else 0 for v in vals]))
+    fig.update_layout(barmode="group", title=title, yaxis_range=[0, 1.05], height=420)
+    return fig
+
+
+def category_bars(all_metrics: list[dict], key: str, title: str, level: str = "by_category") -> go.Figure:
+    fig = go.Figure()
+    for m in all_metrics:
+        groups = m[level]
+        names = [g for g in groups if groups[g][key]["n"] > 0]
+        vals = [groups[g][key] for g in names]
+        fig.add_bar(name=m["checkpoint"], x=names, y=[v["value"] for v in vals],
+                    error_y=dict(type="data", symmetric=False, array=[v["hi"] - v["value"] for v in vals],
+                                 arrayminus=[v["value"] - v["lo"] for v in vals]))
+    fig.update_layout(barmode="group", title=title, yaxis_range=[0, 1.05], height=400)
+    return fig
+
+
+def type_confusion(preds: list[dict], title: str) -> go.Figure:
+    """Gold action type (rows) against predicted type (columns, 'none' when unparseable)."""
+    cols = list(ACTION_TYPES) + ["none"]
+    gold_types = [t for t in ACTION_TYPES if any(p["gold_action"]["action"] == t for p in preds)]
+    counts = {g: {c: 0 for c in cols} for g in gold_types}
+    for p in preds:
+        pred = p["parsed_action"]["action"] if p["parsed_action"] else "none"
+        counts[p["gold_action"]["action"]][pred] += 1
+    used = [c for c in cols if any(counts[g][c] for g in gold_types)]
+    z = [[counts[g][c] for c in used] for g in gold_types]
+    fig = go.Figure(go.Heatmap(z=z, x=used, y=gold_types, colorscale="Blues", text=z, texttemplate="%{text}"))
+    fig.update_layout(title=title, xaxis_title="predicted", yaxis_title="gold", height=420)
+    return fig
+
+
+def samples_table(samples: list[dict], n: int = 12) -> pd.DataFrame:
+    """Sampled GRPO completions with their reward components."""
+    rows = []
+    for s in samples[:n]:
+        rows.append({"completion": s["completion"][:160], **{k: round(v, 2) for k, v in s["rewards"].items()},
+                     "advantage": round(s["advantage"], 2)})
+    return pd.DataFrame(rows)

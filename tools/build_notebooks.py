@@ -1,0 +1,271 @@
+"""Write the numbered notebooks 02-07 from the cell lists below (outputs empty, as kept in git).
+
+Run `python tools/build_notebooks.py` after editing; notebooks hold narrative and calls into
+`inquire_lib`, never logic of their own.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+
+NB_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def md(text: str):
+    return nbformat.v4.new_markdown_cell(text.strip())
+
+
+def code(text: str, tags=()):
+    cell = nbformat.v4.new_code_cell(text.strip())
+    if tags:
+        cell.metadata["tags"] = list(tags)
+    return cell
+
+
+def params(**values):
+    return code("\n".join(f"{k} = {v!r}" for k, v in values.items()), tags=["parameters"])
+
+
+SETUP = """
+import time
+from IPython.display import display
+from inquire_lib import pipeline, plots
+from inquire_lib.evaluate import headline, test_records
+profile = pipeline.profile_of(PROFILE, SEED)
+started = time.time()
+print(profile.name, profile.model, "| lora:", profile.lora, "| 4-bit:", profile.load_in_4bit)
+"""
+
+NOTEBOOKS = {
+    "02_sft_qlora": [
+        md("""
+# 02 · Stage 1: supervised fine-tuning (format / cold start) with (Q)LoRA
+
+This notebook teaches the first stage of both recipes: supervised fine-tuning on the expert's
+trajectories, so that the agent learns the output format (pre-action reasoning ending in an
+*inquiry check*, then one `mobile_use` tool call) and when to `call_user`.
+
+- On the `gpu` profile the base is a real Qwen2.5-VL checkpoint trained with 4-bit QLoRA.
+- On `cpu` the base is a *base agent*: a tiny Qwen2.5-VL built offline and trained once (cached) on
+  every expert step **except** the inquiries, so that it acts but never asks, like a pretrained GUI
+  model before the inquiry recipe. `smoke` runs the same code with QLoRA on a 4-bit tiny model.
+
+We train two checkpoints: **sft_full** (all inquiry examples) and **sft_weak** (only a small fraction
+of them, a weak inquirer that GRPO starts from in notebook 03), and evaluate both on the held-out
+test split against the untrained model and reference policies.
+"""),
+        params(PROFILE="cpu", SEED=0),
+        md("## Set-up\nThe profile fixes every size; nothing else in this notebook changes between CPU and GPU."),
+        code(SETUP),
+        md("""
+## The base agent (stage 0)
+Trained once per profile and cached under `.cache/models/`: its cost is paid on the first run only.
+On the `gpu` profile this is the pretrained checkpoint itself.
+"""),
+        code("""
+from inquire_lib.train import base_agent
+t0 = time.time()
+base_path = base_agent(profile)
+print("base agent:", base_path, f"({time.time() - t0:.0f} s)")
+"""),
+        md("""
+## Stage 1a: full SFT
+Completion-only cross-entropy on prompt/completion records with the screenshot; every inquiry step kept.
+"""),
+        code("""
+from inquire_lib.train import sft
+full = sft(profile, name="sft_full", inquiry_fraction=1.0)
+print(f"sft_full: {full.n_examples} examples, {full.seconds:.0f} s -> {full.path}")
+fig = plots.log_curve(full.log_history, ["loss", "mean_token_accuracy"], "sft_full: training loss")
+pipeline.save_fig(fig, profile, "02_sft_full_loss"); fig
+"""),
+        md(f"""
+## Stage 1b: weak SFT
+The same recipe keeping only `profile.weak_inquiry_fraction` of the inquiry steps: a model that knows
+`call_user` but rarely uses it, InquireMobile's starting point for its GRPO-only comparison. GRPO can
+only reinforce what a group samples, so it must still ask sometimes.
+"""),
+        code("""
+weak = sft(profile, name="sft_weak", inquiry_fraction=profile.weak_inquiry_fraction)
+print(f"sft_weak: {weak.n_examples} examples, {weak.seconds:.0f} s -> {weak.path}")
+fig = plots.log_curve(weak.log_history, ["loss", "mean_token_accuracy"], "sft_weak: training loss")
+pipeline.save_fig(fig, profile, "02_sft_weak_loss"); fig
+"""),
+        md("""
+## Step-level evaluation on the held-out test split
+Each gold step is one query; greedy decoding, batched with left padding. Reference policies are
+scored by the very same code: the expert, *always-act* (the expert, acting where it should ask),
+*always-ask* and *random*. Every number comes with a Wilson 95% interval.
+"""),
+        code("""
+records = test_records(profile)
+print(len(records), "test steps from", len({r['task_id'] for r in records}), "tasks")
+results = pipeline.evaluate_references(profile, records)
+for name in ["untrained", "base_agent", "sft_weak", "sft_full"]:
+    if name == "base_agent" and profile.base_agent_steps <= 0:
+        continue
+    m = pipeline.evaluate_checkpoint(profile, name, records)
+    print(f"{name}: {m['generate_seconds']:.0f} s to generate")
+    results.append(m)
+table = plots.metrics_table(pipeline.load_metrics(profile))
+table
+"""),
+        md("## The headline numbers, side by side"),
+        code("""
+ms = pipeline.load_metrics(profile)
+fig = plots.metrics_bars(ms)
+pipeline.save_fig(fig, profile, "02_step_metrics"); fig
+"""),
+        md("""
+## Which action types get confused?
+Rows are the gold type, columns the predicted one. A weak inquirer shows `call_user` rows leaking
+into `click`; a needless asker shows `click` rows leaking into `call_user`.
+"""),
+        code("""
+for name in ["sft_weak", "sft_full"]:
+    fig = plots.type_confusion(pipeline.load_predictions(profile, name), f"{name}: action types")
+    pipeline.save_fig(fig, profile, f"02_confusion_{name}")
+    display(fig)
+"""),
+        md("## Inquiry per category: asking where it must (recall) and not where it need not (needless rate)"),
+        code("""
+ms = pipeline.load_metrics(profile, names=["base_agent", "sft_weak", "sft_full"])
+fig = plots.category_bars(ms, "inquiry_recall", "step ISR (inquiry recall) per category")
+pipeline.save_fig(fig, profile, "02_isr_by_category"); display(fig)
+fig = plots.category_bars(ms, "needless_rate", "needless-inquiry rate per category")
+pipeline.save_fig(fig, profile, "02_needless_by_category"); display(fig)
+"""),
+        md("## Record what this notebook measured\nThe metrics JSON is what CI reads back and asserts."),
+        code("""
+summary = {m["checkpoint"]: m["overall"] for m in pipeline.load_metrics(profile)}
+pipeline.write_notebook_metrics(profile, "02_sft", {
+    "minutes": (time.time() - started) / 60, "sft_full_seconds": full.seconds, "sft_weak_seconds": weak.seconds,
+    "n_full": full.n_examples, "n_weak": weak.n_examples, "overall": summary})
+print(f"notebook minutes: {(time.time() - started) / 60:.1f}")
+"""),
+    ],
+    "03_grpo_action_level": [
+        md("""
+# 03 · Stage 2: action-level GRPO with verifiable inquiry rewards
+
+GRPO samples a group of completions per prompt and moves the policy toward the better ones in the
+group (group-normalised advantages). The rewards are verifiable and pure (`inquire_lib.rewards`):
+- **format**: +1 for one `<think>` then one valid `<tool_call>`, else -1;
+- **action**: +1 for the right type, up to +1 more for the right argument (click inside the gold box);
+- **inquiry**: a penalty for a missed inquiry and one for a needless inquiry (both 0 gives the papers' reward).
+
+InquireMobile's comparison in miniature: starting from the **weak inquirer** (notebook 02), does GRPO
+raise step ISR without making the agent ask everywhere? And what does GRPO change from full SFT?
+"""),
+        params(PROFILE="cpu", SEED=0),
+        md("## Set-up"),
+        code(SETUP),
+        md("""
+## GRPO from the weak inquirer
+Watch `frac_reward_zero_std`: a group whose completions all score the same gives no gradient.
+"""),
+        code("""
+from inquire_lib.train import grpo
+weak = grpo(profile, start=pipeline.checkpoint_path(profile, "sft_weak"), name="grpo_weak")
+print(f"grpo_weak: {weak.seconds:.0f} s -> {weak.path}")
+fig = plots.grpo_curves(weak.log_history, "GRPO from sft_weak")
+pipeline.save_fig(fig, profile, "03_grpo_weak_curves"); fig
+"""),
+        md("## A few sampled completions of the last step, with their rewards"),
+        code("plots.samples_table(weak.samples or [])"),
+        md("## GRPO from full SFT"),
+        code("""
+full = grpo(profile, start=pipeline.checkpoint_path(profile, "sft_full"), name="grpo_full")
+print(f"grpo_full: {full.seconds:.0f} s -> {full.path}")
+fig = plots.grpo_curves(full.log_history, "GRPO from sft_full")
+pipeline.save_fig(fig, profile, "03_grpo_full_curves"); fig
+"""),
+        md("## Step-level evaluation after GRPO, beside after SFT"),
+        code("""
+records = test_records(profile)
+for name in ["grpo_weak", "grpo_full"]:
+    pipeline.evaluate_checkpoint(profile, name, records)
+stages = ["sft_weak", "grpo_weak", "sft_full", "grpo_full"]
+ms = pipeline.load_metrics(profile, names=stages)
+plots.metrics_table(ms)
+"""),
+        code("""
+fig = plots.metrics_bars(ms, title="weak SFT, weak SFT + GRPO, full SFT, full SFT + GRPO")
+pipeline.save_fig(fig, profile, "03_stages"); display(fig)
+fig = plots.category_bars(ms, "inquiry_recall", "step ISR per category, before and after GRPO")
+pipeline.save_fig(fig, profile, "03_isr_by_category"); display(fig)
+"""),
+        md("## The table of stages, written for CI and for the record"),
+        code("""
+summary = {m["checkpoint"]: m["overall"] for m in ms}
+gain = {k: (summary["grpo_weak"][k]["value"] or 0) - (summary["sft_weak"][k]["value"] or 0)
+        for k in ["inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy"]}
+print("change from sft_weak to grpo_weak:", {k: round(v, 3) for k, v in gain.items()})
+pipeline.write_notebook_metrics(profile, "03_grpo_action", {
+    "minutes": (time.time() - started) / 60, "stages": summary, "weak_gain": gain,
+    "grpo_weak_seconds": weak.seconds, "grpo_full_seconds": full.seconds,
+    "frac_reward_zero_std_weak": [h.get("frac_reward_zero_std") for h in weak.log_history if "frac_reward_zero_std" in h]})
+"""),
+    ],
+    "05_evaluate": [
+        md("""
+# 05 · Evaluation: every checkpoint of the run, side by side
+
+Step level (offline): every gold step of the held-out test split is one query. This notebook reads
+what the earlier notebooks saved (`papermill_runs/<profile>/metrics/step_*.json`), so it also works
+on any past run, and evaluates any checkpoint found on disk that has no metrics yet.
+"""),
+        params(PROFILE="cpu", SEED=0),
+        md("## Set-up"),
+        code(SETUP),
+        md("## Checkpoints found, and any missing evaluation"),
+        code("""
+names = pipeline.available_checkpoints(profile)
+have = {m["checkpoint"] for m in pipeline.load_metrics(profile)}
+records = test_records(profile)
+for name in names:
+    if name not in have:
+        pipeline.evaluate_checkpoint(profile, name, records)
+if not have & set(pipeline.REFERENCES):
+    pipeline.evaluate_references(profile, records)
+print(names)
+"""),
+        md("## One table, one plot"),
+        code("""
+ms = pipeline.load_metrics(profile)
+display(plots.metrics_table(ms))
+fig = plots.metrics_bars(ms, title="step level: all checkpoints and reference policies")
+pipeline.save_fig(fig, profile, "05_step_all"); fig
+"""),
+        md("## Per sub-category inquiry recall of the last stage"),
+        code("""
+last = [m for m in ms if m["checkpoint"] in names][-1:]
+fig = plots.category_bars(last, "inquiry_recall", f"{last[0]['checkpoint']}: step ISR per sub-category", level="by_subcategory")
+pipeline.save_fig(fig, profile, "05_isr_by_subcategory"); fig
+"""),
+        code("""
+pipeline.write_notebook_metrics(profile, "05_evaluate", {
+    "checkpoints": names, "step": {m["checkpoint"]: headline(m) for m in ms}})
+"""),
+    ],
+}
+
+
+def main() -> int:
+    only = set(sys.argv[1:])
+    for name, cells in NOTEBOOKS.items():
+        if only and name not in only:
+            continue
+        nb = nbformat.v4.new_notebook(cells=cells)
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb.metadata["language_info"] = {"name": "python"}
+        nbformat.validate(nb)
+        nbformat.write(nb, NB_DIR / f"{name}.ipynb")
+        print("wrote", NB_DIR / f"{name}.ipynb")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
