@@ -76,8 +76,10 @@ def figures_dir(profile: Profile) -> Path:
 
 
 def save_fig(fig, profile: Profile, name: str) -> dict:
+    """HTML always (sharing one plotly.min.js per folder), PNG where a Chrome exists and the profile
+    asks for it (the smoke profile does not: CI time)."""
     from .viz import save_figure
-    return save_figure(fig, figures_dir(profile) / name)
+    return save_figure(fig, figures_dir(profile) / name, png=profile.export_png, shared_js=True)
 
 
 def write_notebook_metrics(profile: Profile, name: str, payload: dict, out_root="papermill_runs") -> Path:

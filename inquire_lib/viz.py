@@ -330,18 +330,24 @@ def _atomic(path: Path, write) -> None:
         raise
 
 
-def save_figure(fig: go.Figure, path_stem: str | os.PathLike) -> dict[str, Path | None]:
-    """Write `<stem>.html` (plotly.js inlined, works offline) and `<stem>.png` when Chrome exists.
+def save_figure(fig: go.Figure, path_stem: str | os.PathLike, png: bool = True,
+                shared_js: bool = False) -> dict[str, Path | None]:
+    """Write `<stem>.html` and `<stem>.png` when Chrome exists and `png` is set.
 
+    The HTML inlines plotly.js (works offline, ~4.6 MB) unless `shared_js`, which writes
+    plotly.min.js once beside it and references it (a folder of many figures stays small).
     Returns {"html": path, "png": path or None}. Without a Chrome the PNG is skipped and a single
     message per process says so and why.
     """
     global _png_notice_printed
     stem = Path(path_stem)
     html_path = stem.with_name(stem.name + ".html")
-    _atomic(html_path, lambda tmp: fig.write_html(tmp, include_plotlyjs=True, full_html=True))
+    js = "directory" if shared_js else True
+    _atomic(html_path, lambda tmp: fig.write_html(tmp, include_plotlyjs=js, full_html=True))
     png_path: Path | None = stem.with_name(stem.name + ".png")
-    if find_chrome() is None:
+    if not png:
+        png_path = None
+    elif find_chrome() is None:
         if not _png_notice_printed:
             print("save_figure: PNG export skipped: kaleido needs Chrome/Chromium and none was "
                   "found (install it with `apt-get install -y chromium`); HTML files are written.")
