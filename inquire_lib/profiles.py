@@ -52,6 +52,7 @@ class Profile:
     # --- stage 2: action-level GRPO ---
     grpo_steps: int = 150
     grpo_prompts_per_step: int = 4
+    grpo_inquiry_share: float = 0.3  # of GRPO prompts that need an inquiry (and again that follow one)
     num_generations: int = 8
     grpo_lr: float = 2e-4
     beta: float = 0.0

@@ -70,6 +70,26 @@ def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: f
     return out.cast_column("images", datasets.List(datasets.Image()))
 
 
+def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
+    """The GRPO prompt set: inquiry situations are ~10% of all steps, too rare for a few hundred
+    prompts to teach when to ask; so a share `grpo_inquiry_share` of the prompts are steps that
+    require an inquiry, the same share are the steps right after the user answered (where asking
+    again is needless), and the rest are other steps. Deterministic for a profile."""
+    import random
+
+    ds = benchmark(profile)["train"]
+    n = n or profile.grpo_steps * profile.grpo_prompts_per_step
+    required, after, other = [], [], []
+    for i, (req, hist) in enumerate(zip(ds["inquiry_required"], ds["history"])):
+        (required if req else after if hist and hist[-1].startswith("asked:") else other).append(i)
+    rng = random.Random(f"grpo:{profile.seed}")
+    k = round(n * profile.grpo_inquiry_share)
+    pick = lambda pool, m: [rng.choice(pool) for _ in range(m)] if pool else []
+    idx = pick(required, k) + pick(after, k) + pick(other, max(0, n - 2 * k))
+    rng.shuffle(idx)
+    return training_records(ds.select(idx), profile, 1.0)
+
+
 def _device_kwargs(profile: Profile) -> dict:
     cpu = not torch.cuda.is_available()
     return {"use_cpu": cpu, "bf16": bool(profile.bf16 and not cpu)}
@@ -172,7 +192,7 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
 
     profile = get_profile(profile)
     torch.set_num_threads(profile.torch_threads)
-    train = train if train is not None else training_records(benchmark(profile)["train"], profile, 1.0)
+    train = train if train is not None else grpo_records(profile)
     train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
     out_dir = artifacts_dir(profile) / name
     from .models import load_checkpoint
