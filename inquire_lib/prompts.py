@@ -96,6 +96,6 @@ def to_training_record(rec: dict, profile: Profile, frame: Frame | None = None) 
             rec["gold_think"], gold, profile.use_think, frame)}]}],
         "images": images_of(rec, profile),
         **model_frame_columns(rec, frame),
-        "inquiry_required": rec["inquiry_required"],
+        "inquiry_required": rec["inquiry_required"], "frame_w": frame.model_w, "frame_h": frame.model_h,
         "category": rec["category"], "subcategory": rec["subcategory"], "id": rec["id"],
     }

@@ -64,7 +64,8 @@ def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: f
     raw = datasets.Image(decode=False)
     ds = ds.cast_column("screenshot", raw).cast_column("prev_screenshot", raw)
     frame = frame_for(profile)
-    keep = ["prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required", "category", "subcategory", "id"]
+    keep = ["prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required", "frame_w", "frame_h",
+            "category", "subcategory", "id"]
     out = ds.map(lambda r: to_training_record(r, profile, frame), remove_columns=[c for c in ds.column_names if c not in keep],
                  keep_in_memory=True, desc="training records")
     return out.cast_column("images", datasets.List(datasets.Image()))
