@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Profile:
     name: str
-    seed: int = 0
+    seed: int = 0  # data, base agent and training seed
+    train_seed: int | None = None  # set to vary only the training run (ablation seeds)
     # --- data: generated InquireBench ---
     train_tasks: int = 400
     test_tasks: int = 120
@@ -69,6 +70,9 @@ class Profile:
     eval_batch: int = 32
     eval_max_new_tokens: int = 96
     eval_tasks: int = 120
+    # --- ablations (notebook 07): training budget of each variant, same for all ---
+    ablation_sft_steps: int = 60
+    ablation_grpo_steps: int = 30
     export_png: bool = True  # figures as PNG too (needs a Chrome), not only HTML
     extra: dict = field(default_factory=dict)
 
@@ -90,6 +94,7 @@ PROFILES: dict[str, Profile] = {
         grpo_steps=2, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48,
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=6,
         eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16, export_png=False,
+        ablation_sft_steps=2, ablation_grpo_steps=1,
     ),
     # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
     # sequences short on 2 cores

@@ -333,3 +333,33 @@ def run_notebooks(
     manifest["finished"] = _now()
     write_json_atomic(manifest_path, manifest)
     return manifest
+
+
+def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path = DEFAULT_OUT_ROOT,
+          subdir: str = "sweeps", kernel_name: str = "python3", cwd: str | Path | None = None,
+          log: Callable[[str], None] | None = print) -> list[dict]:
+    """Execute one parametrised notebook once per point of `grid` with papermill, each into
+    `<out_root>/<profile>/<subdir>/<stem>__k1-v1_k2-v2.ipynb`. Every point runs even if another
+    failed; returns one record per point {parameters, executed, duration_s, status, error}."""
+    import papermill
+
+    prof = get_profile(profile)
+    out_dir = run_dir(prof.name, out_root) / subdir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    say = log or (lambda _msg: None)
+    results = []
+    for point in grid:
+        params = {"PROFILE": prof.name, **point}
+        tag = "_".join(f"{k}-{v}" for k, v in sorted(point.items()))
+        executed = out_dir / f"{Path(notebook).stem}__{tag}.ipynb"
+        t0 = time.perf_counter()
+        record = {"parameters": params, "executed": str(executed), "status": "ok", "error": None}
+        try:
+            papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
+                                       cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci())
+        except Exception as exc:
+            record.update(status="failed", error=_error_record(exc, executed))
+        record["duration_s"] = round(time.perf_counter() - t0, 3)
+        say(f"  sweep point {tag}: {record['status']} in {record['duration_s']:.1f} s")
+        results.append(record)
+    return results

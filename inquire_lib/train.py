@@ -157,7 +157,7 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
         output_dir=str(out_dir), max_steps=steps, per_device_train_batch_size=profile.sft_batch, learning_rate=lr,
         lr_scheduler_type="cosine", warmup_steps=warmup, weight_decay=0.0,
         logging_steps=max(1, steps // 50), save_steps=profile.sft_save_steps, save_total_limit=2,
-        gradient_checkpointing=profile.gradient_checkpointing, max_length=None, report_to=[], seed=profile.seed,
+        gradient_checkpointing=profile.gradient_checkpointing, max_length=None, report_to=[], seed=profile.seed if profile.train_seed is None else profile.train_seed,
         dataloader_num_workers=0, completion_only_loss=True, disable_tqdm=bool(os.environ.get("CI")),
         **_device_kwargs(profile),
     )
@@ -206,7 +206,7 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
         per_device_train_batch_size=profile.grpo_prompts_per_step * profile.num_generations,
         num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
         temperature=profile.temperature, beta=profile.beta, reward_weights=list(profile.reward_weights[:len(reward_names)]),
-        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, report_to=[], seed=profile.seed,
+        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, report_to=[], seed=profile.seed if profile.train_seed is None else profile.train_seed,
         gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
         disable_tqdm=bool(os.environ.get("CI")), **_device_kwargs(profile),
     )

@@ -250,18 +250,88 @@ pipeline.write_notebook_metrics(profile, "05_evaluate", {
     "checkpoints": names, "step": {m["checkpoint"]: headline(m) for m in ms}})
 """),
     ],
+    "07_ablations": [
+        md("""
+# 07 · Ablations: one switch at a time, several seeds, confidence intervals
+
+Each ablation point is its own papermill run of `notebooks/ablations/ablation_point.ipynb` (a sweep),
+so every point leaves an executed notebook behind and cannot leak state into the next. Variants of a
+stage share one training budget (`profile.ablation_sft_steps`, `profile.ablation_grpo_steps`) and
+differ from that stage's baseline in a single switch:
+- `sft_no_a11y`: no accessibility list in the prompt: how much do the pixels alone carry?
+- `sft_no_think`: no pre-action reasoning: does thinking before acting help the inquiry decision?
+- `grpo_papers_reward`: GRPO from the weak inquirer without the missed / needless inquiry penalties.
+
+Points are repeated over training seeds; each number carries a Wilson 95% interval, and the
+spread over seeds is shown beside it.
+"""),
+        params(PROFILE="cpu", SEED=0, TRAIN_SEEDS=[0, 1], VARIANTS=["sft_baseline", "sft_no_a11y", "sft_no_think",
+                                                                 "grpo_shaped", "grpo_papers_reward"]),
+        md("## Set-up"),
+        code(SETUP),
+        md("## The sweep: one papermill run per (variant, seed)"),
+        code("""
+from inquire_lib.runs import REPO_ROOT, sweep
+grid = [{"SEED": SEED, "VARIANT": v, "TRAIN_SEED": s} for v in VARIANTS for s in TRAIN_SEEDS]
+results = sweep(REPO_ROOT / "notebooks" / "ablations" / "ablation_point.ipynb", grid, profile.name, subdir="ablations")
+failed = [r for r in results if r["status"] != "ok"]
+assert not failed, failed
+print(f"{len(results)} points, {sum(r['duration_s'] for r in results) / 60:.1f} min")
+"""),
+        md("## Per seed, with intervals; then mean and spread over seeds"),
+        code("""
+per_seed, agg = pipeline.ablation_summary(profile)
+display(per_seed)
+agg
+"""),
+        code("""
+import plotly.graph_objects as go
+fig = go.Figure()
+for key in ["format", "step_accuracy", "inquiry_recall", "needless_rate"]:
+    means = agg[(key, "mean")]
+    fig.add_bar(name=key, x=list(means.index), y=list(means.values),
+                error_y=dict(type="data", array=list(agg[(key, "std")].fillna(0).values)))
+fig.update_layout(barmode="group", title="ablations: mean over training seeds (bars: std)", yaxis_range=[0, 1.05])
+pipeline.save_fig(fig, profile, "07_ablations"); fig
+"""),
+        code("""
+pipeline.write_notebook_metrics(profile, "07_ablations", {
+    "points": [{k: v for k, v in r.items()} for r in results],
+    "summary": {v: {k: float(agg.loc[v, (k, "mean")]) for k in ["format", "step_accuracy", "inquiry_recall", "needless_rate"]}
+                for v in agg.index}})
+"""),
+    ],
+}
+
+SUB_NOTEBOOKS = {
+    "ablations/ablation_point": [
+        md("""
+# One ablation point
+Trains one variant of one stage with the profile's ablation budget and evaluates it on the test split
+(`inquire_lib.pipeline.run_ablation`). Executed by notebook 07's sweep, one papermill run per point.
+"""),
+        params(PROFILE="smoke", SEED=0, VARIANT="sft_baseline", TRAIN_SEED=0),
+        code("""
+from inquire_lib import pipeline
+from inquire_lib.evaluate import headline
+profile = pipeline.profile_of(PROFILE, SEED)
+metrics = pipeline.run_ablation(profile, VARIANT, TRAIN_SEED)
+headline(metrics)
+"""),
+    ],
 }
 
 
 def main() -> int:
     only = set(sys.argv[1:])
-    for name, cells in NOTEBOOKS.items():
+    for name, cells in {**NOTEBOOKS, **SUB_NOTEBOOKS}.items():
         if only and name not in only:
             continue
         nb = nbformat.v4.new_notebook(cells=cells)
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nb.metadata["language_info"] = {"name": "python"}
         nbformat.validate(nb)
+        (NB_DIR / name).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, NB_DIR / f"{name}.ipynb")
         print("wrote", NB_DIR / f"{name}.ipynb")
     return 0
