@@ -135,16 +135,44 @@ class RunData:
         return self._images[rel]
 
 
+def checkpoint_order(names) -> list[str]:
+    """Distinct `names` in training order (`pipeline.ORDER`), then the reference policies
+    (`pipeline.REFERENCES`), then any other name alphabetically."""
+    # Imported here: pipeline pulls in torch, which reading a run does not otherwise need.
+    from .pipeline import ORDER, REFERENCES
+
+    known = ORDER + REFERENCES
+    rank = {name: i for i, name in enumerate(known)}
+    return sorted(dict.fromkeys(names), key=lambda n: (rank.get(n, len(known)), n))
+
+
+def compare_pair(checkpoints) -> tuple[str | None, str | None]:
+    """The two checkpoints to show side by side: (sft_weak, grpo_weak) when both exist, else the
+    two latest trained ones in training order (earlier first), else the first two in
+    `checkpoint_order` (trained ones first). A lone checkpoint gives (it, None); none (None, None).
+    """
+    from .pipeline import ORDER
+
+    ordered = checkpoint_order(checkpoints)
+    if "sft_weak" in ordered and "grpo_weak" in ordered:
+        return "sft_weak", "grpo_weak"
+    trained = [n for n in ordered if n in ORDER]
+    pick = trained[-2:] if len(trained) >= 2 else (trained + [n for n in ordered if n not in ORDER])[:2]
+    pick += [None] * (2 - len(pick))
+    return pick[0], pick[1]
+
+
 def load_run(run_dir: str | Path) -> RunData:
     """Read every eval/<checkpoint>/step_predictions.jsonl (and trajectories.jsonl, metrics) of a run.
 
-    Checkpoint directories are read in name order. Raises FileNotFoundError when the run has no
-    predictions file, PredictionFormatError when they hold no record or a malformed one (file,
-    line, field).
+    Checkpoints (and their predictions) come in `checkpoint_order`: training order, then reference
+    policies, then the rest by name. Raises FileNotFoundError when the run has no predictions
+    file, PredictionFormatError when they hold no record or a malformed one (file, line, field).
     """
     run_dir = Path(run_dir)
     eval_dir = run_dir / "eval"
-    files = sorted(eval_dir.glob("*/step_predictions.jsonl"))
+    found = {path.parent.name: path for path in eval_dir.glob("*/step_predictions.jsonl")}
+    files = [found[name] for name in checkpoint_order(found)]
     if not files:
         raise FileNotFoundError(f"no eval/<checkpoint>/step_predictions.jsonl under {run_dir}")
     preds: list[dict] = []
@@ -163,12 +191,17 @@ def load_run(run_dir: str | Path) -> RunData:
             trajectories[name] = [r for _, r in _read_jsonl(traj)]
     if not preds:
         raise PredictionFormatError(f"the step_predictions.jsonl files under {eval_dir} hold no records")
+    # The records' own `checkpoint` field names them; order those too (a folder may be renamed).
+    checkpoints = checkpoint_order(checkpoints)
+    rank = {c: i for i, c in enumerate(checkpoints)}
+    preds.sort(key=lambda p: rank[p["checkpoint"]])  # stable: file order within a checkpoint
     metrics = {}
     for path in sorted((run_dir / "metrics").glob("step_*.json")):
         try:
             metrics[path.stem[len("step_"):]] = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise PredictionFormatError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    metrics = {name: metrics[name] for name in checkpoint_order(metrics)}
     return RunData(run_dir=run_dir, preds=preds, checkpoints=checkpoints,
                    trajectories=trajectories, metrics=metrics)
 
@@ -219,25 +252,42 @@ class Inspector:
     runs over every step of the chosen episode (for context). After a checkpoint or filter change
     the shown step stays when it still matches, else moves to the episode's first matching step.
     Checkpoint B, when set, shows the step with the same id side by side.
+
+    Checkpoint A starts at `checkpoint`, else at the first checkpoint (in run order) with a missed
+    inquiry, else the first; B at `checkpoint_b` (None: no side-by-side). The outcome filter
+    starts at missed_inquiry when A has one.
     """
 
-    def __init__(self, run_dir: str | Path | RunData, frame: str = "screen"):
+    def __init__(self, run_dir: str | Path | RunData, frame: str = "screen",
+                 checkpoint: str | None = None, checkpoint_b: str | None = None):
         import ipywidgets as w
 
         self.run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
         self._w = w
         self._busy = False
         ckpts = self.run.checkpoints
-        self.checkpoint_dd = w.Dropdown(options=ckpts, value=ckpts[0], description="checkpoint A")
-        self.checkpoint_b_dd = w.Dropdown(options=[_NONE_B] + ckpts, value=_NONE_B,
-                                          description="checkpoint B")
-        self.category_dd = w.Dropdown(options=[_ALL], value=_ALL, description="category")
-        self.subcategory_dd = w.Dropdown(options=[_ALL], value=_ALL, description="subcategory")
-        self.outcome_dd = w.Dropdown(options=[_ALL], value=_ALL, description="outcome")
-        self.episode_dd = w.Dropdown(options=[], description="episode")
-        self.frame_tb = w.ToggleButtons(options=["screen", "model"], value=frame, description="frame")
+        for name, value in (("checkpoint", checkpoint), ("checkpoint_b", checkpoint_b)):
+            if value is not None and value not in ckpts:
+                raise ValueError(f"{name} {value!r} is not one of {ckpts}")
+        if checkpoint is None:
+            missed = {p["checkpoint"] for p in self.run.preds if p["outcome"] == "missed_inquiry"}
+            checkpoint = next((c for c in ckpts if c in missed), ckpts[0])
+        # ipywidgets' default label column (~80 px) cuts "checkpoint A" and "subcategory" short
+        label = dict(style={"description_width": "95px"})
+        self.checkpoint_dd = w.Dropdown(options=ckpts, value=checkpoint, description="checkpoint A",
+                                        **label)
+        self.checkpoint_b_dd = w.Dropdown(options=[_NONE_B] + ckpts,
+                                          value=_NONE_B if checkpoint_b is None else checkpoint_b,
+                                          description="checkpoint B", **label)
+        self.category_dd = w.Dropdown(options=[_ALL], value=_ALL, description="category", **label)
+        self.subcategory_dd = w.Dropdown(options=[_ALL], value=_ALL, description="subcategory",
+                                         **label)
+        self.outcome_dd = w.Dropdown(options=[_ALL], value=_ALL, description="outcome", **label)
+        self.episode_dd = w.Dropdown(options=[], description="episode", **label)
+        self.frame_tb = w.ToggleButtons(options=["screen", "model"], value=frame, description="frame",
+                                        style={"description_width": "60px", "button_width": "80px"})
         self.step_slider = w.IntSlider(min=0, max=0, value=0, description="step #",
-                                       continuous_update=False)
+                                       continuous_update=False, style={"description_width": "60px"})
         self.play = w.Play(min=0, max=0, interval=1200, description="play")
         w.jslink((self.play, "value"), (self.step_slider, "value"))
         self.step_label = w.HTML()
@@ -245,6 +295,7 @@ class Inspector:
         self.fig_box = w.HBox()
         self.text_box = w.HBox()
         self.figure_a = self.figure_b = self.strip = None
+        self._slots: dict = {}  # kept output widgets by slot name, see _figure_widget
         self._steps: list[dict] = []  # every step of the current episode in checkpoint A
 
         self._fill_filter_options(keep=False)
@@ -398,21 +449,47 @@ class Inspector:
         return self.state
 
     # ----- rendering ---------------------------------------------------------------------------
-    def _figure_widget(self, fig):
-        # FigureWidget needs anywidget; without it, a static figure goes into an Output widget.
+    def _figure_widget(self, slot: str, fig):
+        """The widget of `slot` ("strip", "A", "B") showing `fig`.
+
+        One FigureWidget per slot, updated in place: each new FigureWidget ships plotly.js to the
+        browser (about 5 MB over the kernel's websocket, and again in a saved notebook), so a new
+        one per slider move would make the app crawl. Without anywidget, FigureWidget cannot
+        render; a static figure goes into the slot's Output widget instead.
+        """
+        widget = self._slots.get(slot)
         try:
             import anywidget  # noqa: F401
         except ImportError:
-            out = self._w.Output()
-            with out:
+            if widget is None:
+                widget = self._slots[slot] = self._w.Output()
+            widget.clear_output(wait=True)
+            with widget:
                 fig.show()
-            return out
+            return widget
         import plotly.graph_objects as go
 
-        return go.FigureWidget(fig)
+        if widget is None:
+            widget = self._slots[slot] = go.FigureWidget(fig)
+            return widget
+        # Every figure of a slot sets the same top-level layout keys, so this relayout replaces
+        # all of them; the traces are swapped whole.
+        widget.layout = fig.layout
+        widget.data = ()
+        widget.add_traces(list(fig.data))
+        return widget
+
+    def _html(self, slot: str, value: str, width: str | None = None):
+        """The slot's HTML widget (one per slot, kept), showing `value`."""
+        widget = self._slots.get(slot)
+        if widget is None:
+            widget = self._slots[slot] = self._w.HTML()
+        widget.value = value
+        if width is not None:
+            widget.layout.width = width
+        return widget
 
     def _render(self) -> None:
-        w = self._w
         cur = self.current
         self.figure_a = self.figure_b = self.strip = None
         if cur is None:
@@ -425,26 +502,26 @@ class Inspector:
         try:
             shots = [self.run.screenshot(p) for p in self._steps]
             self.strip = viz.trajectory_strip(self._steps, shots, highlight_step=cur["step"])
-            self.strip_box.children = (self._figure_widget(self.strip),)
+            self.strip_box.children = (self._figure_widget("strip", self.strip),)
         except FileNotFoundError as exc:
-            self.strip_box.children = (w.HTML(f"<pre>{html.escape(str(exc))}</pre>"),)
+            self.strip_box.children = (self._html("strip_msg", f"<pre>{html.escape(str(exc))}</pre>"),)
         b_name = _val(self.checkpoint_b_dd.value)
         shown = [("A", cur)] + ([("B", self.current_b)] if b_name is not None else [])
         figs, texts = [], []
         for side, pred in shown:
             if pred is None:
-                figs.append(w.HTML(f"<i>checkpoint {html.escape(b_name)} has no step "
-                                   f"{html.escape(cur['id'])}</i>"))
+                figs.append(self._html(f"{side}_msg", f"<i>checkpoint {html.escape(b_name)} has no "
+                                                      f"step {html.escape(cur['id'])}</i>"))
                 continue
             try:
                 fig = viz.step_figure(pred, self.run.screenshot(pred), frame=self.frame_tb.value)
             except FileNotFoundError as exc:
-                figs.append(w.HTML(f"<pre>{html.escape(str(exc))}</pre>"))
+                figs.append(self._html(f"{side}_msg", f"<pre>{html.escape(str(exc))}</pre>"))
             else:
                 setattr(self, "figure_a" if side == "A" else "figure_b", fig)
-                figs.append(self._figure_widget(fig))
-            texts.append(w.HTML(viz.step_details_html(pred),
-                                layout=w.Layout(width="420px" if b_name else "560px")))
+                figs.append(self._figure_widget(side, fig))
+            texts.append(self._html(f"{side}_text", viz.step_details_html(pred),
+                                    width="420px" if b_name else "560px"))
         self.fig_box.children = tuple(figs)
         self.text_box.children = tuple(texts)
 

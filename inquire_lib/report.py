@@ -29,6 +29,8 @@ td:first-child, th:first-child { text-align: left; }
 .card { display: flex; gap: 16px; border: 1px solid #ddd; border-left: 8px solid #999;
   margin: 12px 0; padding: 8px; }
 .card .text { font-size: 13px; max-width: 640px; overflow-wrap: anywhere; }
+/* field names and headers stay whole; only values may break (long untrusted tokens) */
+.card .text td:first-child, .card .text th { white-space: nowrap; }
 .card pre { background: #f6f6f6; padding: 4px; font-size: 12px; }
 """
 

@@ -54,7 +54,12 @@ def _esc(text: object) -> str:
     return html.escape(str(text), quote=False)
 
 
-def _wrap(text: str, width: int = 56, max_lines: int = 4) -> str:
+# The plot area is about 310 px wide at any frame (fixed height, 1:2 screen); an 11 px font
+# fits about 46 characters a line inside the badge's padding.
+_BADGE_CHARS = 46
+
+
+def _wrap(text: str, width: int = _BADGE_CHARS, max_lines: int = 4) -> str:
     """Escape and wrap text into at most `max_lines` plotly lines joined by <br>."""
     lines = textwrap.wrap(str(text), width=width) or [""]
     if len(lines) > max_lines:
@@ -109,13 +114,15 @@ def badge_text(pred: dict) -> str:
         why = f"{_esc(pred['category'])} / {_esc(pred['subcategory'])}"
         lines = [head, why]
         if pred.get("inquiry_reason"):
-            lines.append("reason: " + _wrap(pred["inquiry_reason"], max_lines=3))
+            # wrapped with its label, so that the label's width counts on the first line
+            lines.append(_wrap("reason: " + pred["inquiry_reason"], max_lines=3))
     else:
         lines = ["<b>Inquiry not required</b>",
                  f"{_esc(pred['category'])} / {_esc(pred['subcategory'])}"]
     parsed = pred.get("parsed_action")
     if parsed is not None and parsed.get("action") == "call_user":
-        lines.append("<b>Model asked:</b> " + _wrap(f"“{parsed.get('text') or ''}”", max_lines=4))
+        asked = _wrap(f"Model asked: “{parsed.get('text') or ''}”", max_lines=4)
+        lines.append(asked.replace("Model asked:", "<b>Model asked:</b>", 1))
     return "<br>".join(lines)
 
 
@@ -207,8 +214,10 @@ def step_figure(pred: dict, screenshot: Image.Image, frame: str = "screen") -> g
 
     plot_h = _FIG_HEIGHT - _MARGIN["t"] - _MARGIN["b"]
     fig.update_layout(
+        # Title below the modebar (which plotly draws in the top 30 px of a narrow figure).
         title=dict(text=f"{_esc(pred['id'])} · {_esc(pred['checkpoint'])} · <b>{_esc(outcome)}</b>",
-                   font=dict(color=color, size=15), x=0.02, xanchor="left"),
+                   font=dict(color=color, size=15), x=0.02, xanchor="left",
+                   yref="container", y=1 - 32 / _FIG_HEIGHT, yanchor="top"),
         width=int(plot_h * width / height) + _MARGIN["l"] + _MARGIN["r"],
         height=_FIG_HEIGHT, margin=_MARGIN, showlegend=False, plot_bgcolor="white",
         images=[_layout_image(image, width, height)], shapes=shapes, annotations=annotations,
@@ -281,7 +290,23 @@ def outcome_summary(preds: list[dict]) -> pd.DataFrame:
     return table
 
 
-def failure_bar(preds: list[dict]) -> go.Figure:
+def outcome_table(preds: list[dict], checkpoints: list[str] | None = None) -> pd.DataFrame:
+    """Counts of predictions per checkpoint (rows: `checkpoints` in the given order, else in order
+    of first appearance) and outcome (columns, OUTCOMES order), with a total column `n`."""
+    names = list(checkpoints) if checkpoints is not None else list(
+        dict.fromkeys(p["checkpoint"] for p in preds))
+    rows = {name: {o: 0 for o in OUTCOMES} for name in names}
+    for p in preds:
+        if p["checkpoint"] in rows:
+            rows[p["checkpoint"]][p["outcome"]] += 1
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(OUTCOMES), dtype=int)
+    table = table.reindex(names).fillna(0).astype(int)
+    table["n"] = table.sum(axis=1)
+    table.index.name, table.columns.name = "checkpoint", "outcome"
+    return table
+
+
+def failure_bar(preds: list[dict], title: str = "Failures per category") -> go.Figure:
     """Stacked bars of failure counts per category, one trace per failure outcome."""
     table = outcome_summary(preds)
     totals = table.sum(axis=1)
@@ -293,7 +318,7 @@ def failure_bar(preds: list[dict]) -> go.Figure:
             marker_color=OUTCOME_COLORS[outcome],
             customdata=[[int(c), int(t)] for c, t in zip(counts, totals)],
             hovertemplate=f"{outcome}: %{{customdata[0]}} of %{{customdata[1]}} steps<extra></extra>"))
-    fig.update_layout(barmode="stack", title="Failures per category", xaxis_title="category",
+    fig.update_layout(barmode="stack", title=title, xaxis_title="category",
                       yaxis_title="steps", legend_title="outcome", width=720, height=420)
     return fig
 
@@ -365,6 +390,18 @@ def _cell(value) -> str:
     return html.escape(text)
 
 
+def _raw_html(raw: str) -> str:
+    """The raw output in a <pre>; one that is empty or only whitespace is named as such (a tiny
+    model can emit 64 newlines, which would show as a tall blank box)."""
+    if not raw:
+        return " <i class='raw-blank'>empty</i>"
+    if not raw.strip():
+        kinds = " ".join(sorted({"space" if c == " " else repr(c)[1:-1] for c in raw}))
+        return (f" <i class='raw-blank'>only whitespace: {len(raw)} characters "
+                f"({html.escape(kinds)})</i>")
+    return f"<pre style='white-space:pre-wrap'>{html.escape(raw)}</pre>"
+
+
 def step_details_html(pred: dict) -> str:
     """HTML of one step's text: instruction, history, think, raw output, gold vs predicted, rewards.
 
@@ -397,7 +434,7 @@ def step_details_html(pred: dict) -> str:
         f"<div><b>instruction:</b> {esc(pred['instruction'])}</div>"
         f"<div><b>history:</b>{history}</div>"
         f"<div><b>think:</b><pre style='white-space:pre-wrap'>{_cell(pred.get('think'))}</pre></div>"
-        f"<div><b>raw model output:</b><pre style='white-space:pre-wrap'>{esc(pred['raw_output'])}</pre></div>"
+        f"<div><b>raw model output:</b>{_raw_html(pred['raw_output'])}</div>"
         f"<div><b>gold vs predicted</b> (screen frame) — format_ok={pred['format_ok']}, "
         f"type_ok={pred['type_ok']}, arg_ok={pred['arg_ok']}, "
         f"parse_error={_cell(pred.get('parse_error'))}"

@@ -13,9 +13,10 @@ import synthetic_run as syn  # noqa: E402
 
 from inquire_lib import viz  # noqa: E402
 from inquire_lib.inspector import (  # noqa: E402
-    Inspector, PredictionFormatError, episodes, filter_steps, load_run, outcome_options,
-    read_predictions,
+    Inspector, PredictionFormatError, checkpoint_order, compare_pair, episodes, filter_steps,
+    load_run, outcome_options, read_predictions,
 )
+from inquire_lib.pipeline import ORDER, REFERENCES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +216,104 @@ def test_inspector_reports_a_missing_b_step(tmp_path):
     assert (s["id"], s["id_b"]) == ("t3_intent/0", None)
     assert "checkpoint base has no step t3_intent/0" in insp.fig_box.children[1].value
     assert viz.OUTCOME_COLORS["missed_inquiry"] in insp.step_label.value
+
+
+# ----- real checkpoint names: training order, references, the rest ------------------------------
+
+def _named_run(root: Path, outcomes: dict[str, str | None]) -> Path:
+    """A run whose checkpoints are the keys of `outcomes`, written in name order; each holds the
+    synthetic `base` records, every outcome replaced by the given one (None keeps them)."""
+    run = syn.write_run(root, metrics=False)
+    base = [p for p in syn.all_preds() if p["checkpoint"] == "base"]
+    for ckpt in ("base", "sft"):
+        (run / "eval" / ckpt / "step_predictions.jsonl").unlink()
+        (run / "eval" / ckpt).rmdir()
+    (run / "metrics").mkdir(exist_ok=True)
+    for name in sorted(outcomes):
+        folder = run / "eval" / name
+        folder.mkdir()
+        recs = [dict(p, checkpoint=name, outcome=outcomes[name] or p["outcome"]) for p in base]
+        folder.joinpath("step_predictions.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in recs))
+        (run / "metrics" / f"step_{name}.json").write_text(json.dumps({"checkpoint": name}))
+    return run
+
+
+def test_checkpoint_order_is_training_then_references_then_names():
+    assert ORDER[:4] == ("untrained", "base_agent", "sft_weak", "sft_full")
+    assert REFERENCES == ("expert", "always_act", "always_ask", "random")
+    names = ["zeta", "random", "grpo_weak", "expert", "sft_weak", "alpha", "untrained", "sft_weak",
+             "always_ask", "sft_full", "grpo_task", "base_agent", "grpo_full"]
+    assert checkpoint_order(names) == [
+        "untrained", "base_agent", "sft_weak", "sft_full", "grpo_weak", "grpo_full", "grpo_task",
+        "expert", "always_ask", "random", "alpha", "zeta"]
+    assert checkpoint_order(["sft", "base"]) == ["base", "sft"]
+    assert checkpoint_order([]) == []
+
+
+def test_load_run_orders_checkpoints_and_records_by_training_stage(tmp_path):
+    names = ["random", "sft_full", "grpo_weak", "alpha", "sft_weak", "expert"]
+    run = load_run(_named_run(tmp_path, dict.fromkeys(names)))
+    order = ["sft_weak", "sft_full", "grpo_weak", "expert", "random", "alpha"]
+    assert run.checkpoints == order
+    assert [p["checkpoint"] for p in run.preds] == [c for c in order for _ in syn.SPEC]
+    assert [p["id"] for p in run.preds[:8]] == [f"{t}/{s}" for t, s, *_ in syn.SPEC]  # file order kept
+    assert list(run.metrics) == order
+
+
+@pytest.mark.parametrize("names,pair", [
+    (["untrained", "sft_weak", "sft_full", "grpo_weak", "grpo_full", "expert"], ("sft_weak", "grpo_weak")),
+    (["expert", "sft_full", "untrained", "base_agent", "sft_weak", "random"], ("sft_weak", "sft_full")),
+    (["grpo_full", "sft_full", "random"], ("sft_full", "grpo_full")),
+    (["random", "sft_full", "expert"], ("sft_full", "expert")),
+    (["random", "expert"], ("expert", "random")),
+    (["sft", "base"], ("base", "sft")),
+    (["only"], ("only", None)),
+    ([], (None, None)),
+])
+def test_compare_pair(names, pair):
+    assert compare_pair(names) == pair
+
+
+def test_inspector_starts_on_given_pair_or_first_checkpoint_with_a_missed_inquiry(tmp_path):
+    run = load_run(_named_run(tmp_path, {"untrained": "unparseable", "sft_weak": None,
+                                         "sft_full": "correct"}))
+    insp = Inspector(run)  # untrained has no missed inquiry; sft_weak (base outcomes) has two
+    s = insp.state
+    assert (s["checkpoint"], s["checkpoint_b"], s["outcome"]) == ("sft_weak", None, "missed_inquiry")
+    assert s["id"] == "t0_risk/1"
+
+    insp = Inspector(run, checkpoint="sft_weak", checkpoint_b="sft_full")
+    s = insp.state
+    assert (s["checkpoint"], s["checkpoint_b"], s["outcome"]) == ("sft_weak", "sft_full", "missed_inquiry")
+    assert (s["id"], s["id_b"]) == ("t0_risk/1", "t0_risk/1")
+    assert insp.current_b["outcome"] == "correct" and len(insp.fig_box.children) == 2
+
+    insp = Inspector(run, checkpoint="sft_full")  # no missed inquiry there: no outcome filter
+    assert (insp.state["outcome"], insp.state["id"]) == (None, "t0_risk/0")
+    with pytest.raises(ValueError, match="checkpoint_b 'grpo_weak' is not one of"):
+        Inspector(run, checkpoint_b="grpo_weak")
+
+
+def test_inspector_updates_its_figure_widgets_in_place(run_dir):
+    # A new FigureWidget ships plotly.js (~5 MB) to the browser: one per slot, reused.
+    insp = Inspector(run_dir, checkpoint_b="sft")
+    strip, fig_a, fig_b = insp.strip_box.children[0], *insp.fig_box.children
+    text_a = insp.text_box.children[0]
+    assert all(isinstance(f, go.FigureWidget) for f in (strip, fig_a, fig_b))
+    insp.select(checkpoint="sft", outcome="needless_inquiry")
+    insp.step_slider.value = 1  # t2_safe/1: a gold swipe (an arrow), a Back button: no markers
+    insp.frame_tb.value = "model"
+    assert insp.state["id"] == "t2_safe/1"
+    assert insp.strip_box.children[0] is strip and insp.text_box.children[0] is text_a
+    assert insp.fig_box.children[0] is fig_a and insp.fig_box.children[1] is fig_b
+    def spec(fig):  # the figure without its traces' random uids
+        d = go.FigureWidget(fig).to_dict()
+        return d["layout"], [{k: v for k, v in t.items() if k != "uid"} for t in d["data"]]
+
+    for widget, fig in ((fig_a, insp.figure_a), (fig_b, insp.figure_b), (strip, insp.strip)):
+        assert spec(widget) == spec(fig)
+    assert "t2_safe/1 · sft" in fig_a.layout.title.text and list(fig_a.layout.xaxis.range) == [0, 112]
+    assert len(fig_a.data) == 0 and [a.name for a in fig_a.layout.annotations] == [
+        "gold_swipe", "badge", "actions"]
+    assert "t2_safe/1" in text_a.value

@@ -154,7 +154,8 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
     assert dom.count('<tspan style="font-weight:bold">Inquiry not required</tspan>') == 16 - n_required
     n_asked = sum((p["parsed_action"] or {}).get("action") == "call_user" for p in preds)
     assert dom.count('<tspan style="font-weight:bold">Model asked:</tspan>') == n_asked
-    assert "reason: money_transfer needs the user's consent" in dom
+    # the reason wraps to the badge's width: one SVG line each
+    assert "reason: money_transfer needs the user's</tspan>" in dom and ">consent</tspan>" in dom
     # untrusted model text stayed text: no element was injected, the page title is intact
     assert '<img src="x"' not in dom and "pwned" not in re.search(r"<title>(.*?)</title>", dom).group(1)
     assert all("display: none" not in c for c in _cards(dom))

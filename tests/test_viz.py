@@ -98,7 +98,7 @@ def test_step_figure_geometry_colour_and_badge(outcome, frame, scale, size):
     if pred["inquiry_required"]:
         assert text.startswith("<b>Inquiry required</b>")
         assert f"{pred['category']} / {pred['subcategory']}" in text
-        assert pred["inquiry_reason"] in text
+        assert pred["inquiry_reason"] in text.replace("<br>", " ")  # wrapped to the badge width
     else:
         assert text.startswith("<b>Inquiry not required</b>")
         assert "reason:" not in text
@@ -223,3 +223,35 @@ def test_save_figure_without_chrome_skips_png_once(tmp_path, monkeypatch, capsys
     out = capsys.readouterr().out
     assert out.count("PNG export skipped") == 1 and "apt-get install -y chromium" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.html", "b.html"]
+
+
+def test_outcome_table_counts_per_checkpoint():
+    preds = syn.all_preds()
+    table = viz.outcome_table(preds, ["sft", "base", "grpo"])
+    assert list(table.index) == ["sft", "base", "grpo"]
+    assert list(table.columns) == list(viz.OUTCOMES) + ["n"]
+    assert table.loc["base"].tolist() == [4, 2, 0, 1, 0, 1, 8]
+    assert table.loc["sft"].tolist() == [2, 2, 1, 1, 1, 1, 8]
+    assert table.loc["grpo"].tolist() == [0] * 7
+    assert list(viz.outcome_table(preds).index) == ["base", "sft"]  # order of first appearance
+
+
+def test_badge_lines_fit_the_plot_width():
+    pred = dict(syn.all_preds()[1], inquiry_reason="signing in to Social needs the password of "
+                "cleo@mail.com (privacy/login_credentials)",
+                parsed_action={"action": "call_user", "text": "word " * 40})
+    lines = viz.badge_text(pred).split("<br>")
+    plain = [l.replace("<b>", "").replace("</b>", "") for l in lines]
+    assert max(len(l) for l in plain) <= 46
+    assert plain[2].startswith("reason: signing in") and "cleo@mail.com" in " ".join(plain)
+    assert plain[5].startswith("Model asked: “word") and plain[8].endswith("…")
+    assert len(plain) == 2 + 3 + 4  # head, category, 3 reason lines, 4 question lines
+
+
+def test_step_details_name_a_blank_raw_output():
+    pred = dict(syn.all_preds()[0], raw_output="\n" * 64)
+    text = viz.step_details_html(pred)
+    raw_part = text.split("raw model output:")[1].split("gold vs predicted")[0]
+    assert "only whitespace: 64 characters (\\n)" in raw_part and "<pre" not in raw_part
+    assert "<i class='raw-blank'>empty</i>" in viz.step_details_html(dict(pred, raw_output=""))
+    assert "only whitespace: 3 characters (\\t space)" in viz.step_details_html(dict(pred, raw_output=" \t "))

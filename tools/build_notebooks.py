@@ -250,6 +250,118 @@ pipeline.write_notebook_metrics(profile, "05_evaluate", {
     "checkpoints": names, "step": {m["checkpoint"]: headline(m) for m in ms}})
 """),
     ],
+    "06_inspect_trajectories": [
+        md("""
+# 06 · Inspecting trajectories: where the agent should have asked
+
+Aggregate metrics say *how often* a checkpoint fails; this notebook shows *which* steps and *why*.
+It teaches how to read a run's step predictions (`papermill_runs/<profile>/eval/`, written by
+notebooks 02, 03 and 05) visually:
+
+- the six step outcomes (correct, **missed inquiry**, needless inquiry, wrong type, wrong argument,
+  unparseable) counted per checkpoint and per category;
+- the **inspector**: the screenshot with the gold box and point (yellow), the predicted click or swipe
+  (in the outcome's colour), an inquiry badge (was asking required, why, and what the model asked),
+  the episode as a strip of thumbnails, and the model's raw output beside the gold action;
+- two checkpoints **side by side** on the same step (weak SFT against GRPO from it, when both exist);
+- a **shareable HTML report**: one self-contained file, readable offline in any browser.
+
+Run it after notebook 02 at least; it trains nothing.
+"""),
+        params(PROFILE="cpu", SEED=0, RUN_ROOT="papermill_runs"),
+        md("""
+## Set-up: the latest run of this profile
+`RUN_ROOT` is where the runs live (`papermill_runs/<profile>/` by default). Checkpoints are listed
+in training order, then the reference policies (expert, always-act, always-ask, random).
+"""),
+        code("""
+import time
+from IPython.display import display
+from inquire_lib import pipeline, runs, viz
+from inquire_lib.inspector import Inspector, compare_pair, filter_steps, load_run
+from inquire_lib.report import write_report
+profile = pipeline.profile_of(PROFILE, SEED)
+started = time.time()
+run = load_run(runs.run_dir(profile.name, RUN_ROOT))
+print(f"{run.run_dir}: {len(run.preds)} step predictions; checkpoints: {', '.join(run.checkpoints)}")
+"""),
+        md("""
+## Outcomes per checkpoint
+Each test step gets exactly one outcome, checked in this order: **unparseable** (no valid action),
+**missed inquiry** (asking was required, the model acted), **needless inquiry** (it asked where it
+should have acted), **wrong type**, **wrong argument** (e.g. a click outside the gold box), else
+**correct**. The reference policies fail by construction: *always-act* misses every inquiry,
+*always-ask* asks needlessly everywhere else.
+"""),
+        code("""
+counts = viz.outcome_table(run.preds, run.checkpoints)
+counts
+"""),
+        md("""
+## Failures per category, for the two checkpoints we compare
+Weak SFT (`sft_weak`) and GRPO started from it (`grpo_weak`) when the run has both, else the two
+latest trained checkpoints. Missed inquiries (red) are the failure this recipe targets; watch that
+fixing them does not move the weight to needless inquiries (orange) on the `safe` controls.
+"""),
+        code("""
+a, b = compare_pair(run.checkpoints)
+print("comparing", a, "and", b)
+for name in [n for n in (a, b) if n is not None]:
+    preds = filter_steps(run.preds, checkpoint=name)
+    display(viz.outcome_summary(preds))
+    fig = viz.failure_bar(preds, title=f"{name}: failures per category")
+    pipeline.save_fig(fig, profile, f"06_failures_{name}")
+    display(fig)
+"""),
+        md("""
+## The inspector
+It opens on checkpoint A's **missed inquiries** when it has any (else on every step), with
+checkpoint B on the same step beside it. Change the filters (category, sub-category, outcome), pick
+an episode, move the step slider or press play; `frame` redraws the marks on the image as the model
+saw it (its resized frame) instead of the screen's. Widgets need a live kernel: in a saved copy of
+this notebook, use the figures below and the HTML report instead.
+"""),
+        code("""
+inspector = Inspector(run, checkpoint=a, checkpoint_b=b)
+inspector.show()
+inspector.state
+"""),
+        md("""
+## The step the inspector opened on, as static figures
+`Inspector.figure_a` and `Inspector.strip` are ordinary plotly figures: save them, or draw any
+prediction yourself with `viz.step_figure(pred, run.screenshot(pred))`.
+"""),
+        code("""
+shown = inspector.current
+if shown is not None:
+    pipeline.save_fig(inspector.strip, profile, "06_episode")
+    pipeline.save_fig(inspector.figure_a, profile, "06_step")
+    display(inspector.strip, inspector.figure_a)
+"""),
+        md("""
+## A shareable HTML report
+One file per report under `figures/<profile>/`: plotly.js and the screenshots are embedded, so it
+opens offline and can be mailed or attached to an issue. Buttons filter by outcome and checkpoint.
+The same report comes from the command line: `inquire report papermill_runs/<profile> -o report.html`.
+"""),
+        code("""
+fig_dir = pipeline.figures_dir(profile)
+reports = {"all": write_report(run.run_dir, fig_dir / "report.html"),
+           "failures": write_report(run.run_dir, fig_dir / "report_failures.html", failures_only=True)}
+for kind, path in reports.items():
+    print(f"{kind}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
+"""),
+        md("## Record what this notebook found\nOutcome counts per checkpoint, for CI and for the record."),
+        code("""
+pipeline.write_notebook_metrics(profile, "06_inspect", {
+    "minutes": (time.time() - started) / 60, "run_dir": str(run.run_dir), "checkpoints": run.checkpoints,
+    "outcomes": {name: {o: int(counts.loc[name, o]) for o in viz.OUTCOMES} for name in run.checkpoints},
+    "n_steps": {name: int(counts.loc[name, "n"]) for name in run.checkpoints},
+    "pair": [a, b], "inspector": inspector.state,
+    "reports": {kind: str(path) for kind, path in reports.items()}}, out_root=RUN_ROOT)
+print(f"notebook minutes: {(time.time() - started) / 60:.1f}")
+"""),
+    ],
     "07_ablations": [
         md("""
 # 07 · Ablations: one switch at a time, several seeds, confidence intervals
