@@ -70,7 +70,9 @@ def load_predictions(profile: Profile, name: str, out_root="papermill_runs") -> 
 
 
 def figures_dir(profile: Profile) -> Path:
-    path = REPO_ROOT / "figures" / profile.name
+    """figures/<profile>/ in the repo, or under $INQUIRE_FIGURES (tests point it elsewhere)."""
+    import os
+    path = Path(os.environ.get("INQUIRE_FIGURES", REPO_ROOT / "figures")) / profile.name
     path.mkdir(parents=True, exist_ok=True)
     return path
 
