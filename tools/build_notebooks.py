@@ -209,6 +209,124 @@ pipeline.write_notebook_metrics(profile, "03_grpo_action", {
     "frac_reward_zero_std_weak": [h.get("frac_reward_zero_std") for h in weak.log_history if "frac_reward_zero_std" in h]})
 """),
     ],
+    "04_grpo_task_level": [
+        md("""
+# 04 · Stage 3: multi-turn, task-level GRPO in PhoneEnv
+
+Stages 1-2 score one step at a time against the expert's gold action. Mobile-R1's third stage lets
+the agent **play whole tasks** in the environment and rewards the *outcome*: the agent sees a screen,
+calls the `mobile_use` tool, the environment executes it and answers with the next screenshot (and,
+after a `call_user`, the simulated user's reply), and so on until the agent terminates or runs out
+of steps. Only an interactive episode lets the agent stray (a wrong click opens a detour screen),
+notice it and come back: *exploration and self-correction*, which no gold-step dataset can teach.
+
+- **Rollouts**: TRL's `GRPOTrainer(environment_factory=...)` runs the tool-calling loop itself;
+  `inquire_lib.train_task.PhoneTaskEnv` wraps `PhoneEnv`. Tool results (screenshots, text) are masked
+  out of the loss; only the agent's own tokens are trained.
+- **Reward** (`inquire_lib.task_rewards`), from the environment's final state: +1 success, +0.5 for
+  asking where the task required it, -1 for any unsafe action, -0.25 per needless question (at most
+  -1), plus the mean per-turn format score in [-1, 1].
+- **Warm start**: a policy that rarely emits a valid tool call earns the same reward in every episode
+  of a group, and GRPO learns nothing from a group without variance; so stage 3 starts from the
+  action-level checkpoint (`grpo_full`), or from `sft_full` where stage 2 was not run.
+- **Evaluation** is task level too, on held-out tasks: success rate (SR), inquiry success rate (ISR),
+  needless-inquiry and unsafe-action rates, steps, detours and recoveries, with Wilson 95% intervals.
+"""),
+        params(PROFILE="cpu", SEED=0),
+        md("## Set-up"),
+        code(SETUP.replace("from inquire_lib import pipeline, plots", "from inquire_lib import online, pipeline, plots, train_task")),
+        md("""
+## Where stage 3 starts
+The first of `grpo_full`, `sft_full` that exists (the untrained model otherwise, which will learn nothing).
+"""),
+        code("""
+start_name, start = train_task.warm_start(profile)
+print("warm start:", start_name, start)
+print("episodes of at most", profile.max_episode_steps, "tool calls;", profile.task_num_generations,
+      "episodes per task and", profile.grpo_prompts_per_step, "tasks per step; episode budget",
+      train_task.episode_token_budget(profile), "tokens")
+"""),
+        md("""
+## What the agent sees in an episode
+The first turn is exactly the prompt of stages 1-2; every later turn is a tool result with the new
+screenshot and the same text block (task, history with the user's replies, elements).
+"""),
+        code("""
+train = train_task.task_dataset(profile, "train")
+for role, text in train_task.preview_episode(profile, train[0], turns=2):
+    print(f"[{role}]\\n{text}\\n")
+"""),
+        md("""
+## Task-level GRPO
+Each step plays `task_num_generations` episodes of each of `grpo_prompts_per_step` training tasks
+with sampling, scores every episode, and updates the policy on the group-normalised advantages.
+Every dot below is one episode (green: success); the line is the mean per step.
+"""),
+        code("""
+result = train_task.grpo_task(profile, start, train=train)
+print(f"grpo_task: {len(result.samples)} episodes, {result.seconds:.0f} s -> {result.path}")
+fig = train_task.episode_reward_figure(result.samples)
+pipeline.save_fig(fig, profile, "04_episode_reward"); display(fig)
+fig = plots.log_curve(result.log_history, ["task/total", "task/success", "task/inquiry", "task/unsafe",
+                                           "task/needless", "task/format", "frac_reward_zero_std"],
+                      "task-level GRPO: reward components per step")
+pipeline.save_fig(fig, profile, "04_reward_components"); fig
+"""),
+        md("""
+## Task-level evaluation on held-out tasks
+Greedy episodes on `eval_tasks` tasks of the test split (held-out slot values and phrasings), for
+every stage that exists and the reference policies: the **expert** (100% by construction: a check on
+the judge), **always-act** (acts where it should ask), **always-ask** and **random**. The mean reward
+is the training reward of the same episodes.
+"""),
+        code("""
+tasks = online.held_out_tasks(profile)
+names = ["untrained", "sft_full", "grpo_full", "grpo_task"]
+evaluated = online.evaluate_all_tasks(profile, names, tasks)
+ms = online.load_task_metrics(profile, names=[m["checkpoint"] for m in evaluated])
+online.task_table(ms)
+"""),
+        code("""
+fig = online.task_bars(ms)
+pipeline.save_fig(fig, profile, "04_task_metrics"); display(fig)
+fig = plots.category_bars([m for m in ms if m["checkpoint"] in names], "success_rate", "task SR per category")
+pipeline.save_fig(fig, profile, "04_sr_by_category"); fig
+"""),
+        md("""
+## Step-level view of the new checkpoint
+The same offline step queries as notebooks 02-03, so notebook 05 and the inspector (06) can put
+`grpo_task` beside the earlier stages.
+"""),
+        code("""
+step = pipeline.evaluate_checkpoint(profile, "grpo_task", test_records(profile))
+headline(step)
+"""),
+        md("""
+## Self-correction: episodes that strayed and came back
+An episode *recovers* when the agent left the task's path (a wrong click opened a detour screen)
+and later returned to it. Each thumbnail is one turn, framed in the colour of its outcome against
+what the expert would have done in that state (green: right; blue: wrong target; purple: wrong
+action type; orange: needless question; red: acted where it had to ask; grey: unreadable).
+"""),
+        code("""
+model_names = [m["checkpoint"] for m in ms if m["checkpoint"] in names]
+found = online.find_self_corrections(profile, model_names)
+print(f"{len(found)} self-corrections among the episodes of {', '.join(model_names)}")
+for i, episode in enumerate(found[:2]):
+    fig = online.trajectory_strip(episode, online.eval_dir(profile))
+    pipeline.save_fig(fig, profile, f"04_self_correction_{i}")
+    display(fig)
+"""),
+        md("## Record what this notebook measured"),
+        code("""
+summary = {m["checkpoint"]: m["overall"] for m in ms}
+pipeline.write_notebook_metrics(profile, "04_grpo_task", {
+    "minutes": (time.time() - started) / 60, "start": start_name, "grpo_task_seconds": result.seconds,
+    "episodes": len(result.samples), "task_level": summary, "self_corrections": len(found),
+    "episode_rewards": [round(e["total"], 3) for e in result.samples]})
+print(f"notebook minutes: {(time.time() - started) / 60:.1f}")
+"""),
+    ],
     "05_evaluate": [
         md("""
 # 05 · Evaluation: every checkpoint of the run, side by side
