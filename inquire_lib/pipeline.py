@@ -92,7 +92,11 @@ def write_notebook_metrics(profile: Profile, name: str, payload: dict, out_root=
 
 
 def profile_of(name: str, seed: int | None = None) -> Profile:
+    """The notebook's profile (with its SEED); also fixes torch's thread count for the kernel."""
+    import torch
+
     profile = get_profile(name)
+    torch.set_num_threads(profile.torch_threads)
     return profile if seed is None or seed == profile.seed else profile.replace(seed=seed)
 
 

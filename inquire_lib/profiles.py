@@ -92,7 +92,7 @@ PROFILES: dict[str, Profile] = {
         name="smoke", train_tasks=24, test_tasks=12, model="tiny:smoke", load_in_4bit=True, a11y_coords=False,
         sft_steps=6, sft_batch=4, sft_save_steps=3, sft_warmup_steps=1, base_agent_steps=4,
         grpo_steps=2, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48,
-        task_grpo_steps=1, task_num_generations=2, max_episode_steps=6,
+        task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
         eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16, export_png=False,
         ablation_sft_steps=2, ablation_grpo_steps=1,
     ),
