@@ -363,9 +363,32 @@ last = [m for m in ms if m["checkpoint"] in names][-1:]
 fig = plots.category_bars(last, "inquiry_recall", f"{last[0]['checkpoint']}: step ISR per sub-category", level="by_subcategory")
 pipeline.save_fig(fig, profile, "05_isr_by_subcategory"); fig
 """),
+        md("""
+## Task level (online, in PhoneEnv)
+Whole held-out tasks played greedily for up to `max_episode_steps` tool calls, judged by the
+environment's final state: success rate (SR: goal reached, nothing unsafe, every required question
+asked), inquiry success rate (ISR), needless-inquiry and unsafe-action rates, mean steps.
+Notebook 04 wrote these for its stages; any checkpoint without them is evaluated here.
+"""),
         code("""
+from inquire_lib import online
+tasks = online.held_out_tasks(profile)
+have_task = {m["checkpoint"] for m in online.load_task_metrics(profile)}
+for name in names:
+    if name not in have_task:
+        online.evaluate_checkpoint_tasks(profile, name, tasks)
+if not have_task & set(pipeline.REFERENCES):
+    online.evaluate_reference_tasks(profile, tasks)
+tms = online.load_task_metrics(profile)
+display(online.task_table(tms))
+fig = online.task_bars(tms)
+pipeline.save_fig(fig, profile, "05_task_all"); fig
+"""),
+        md("## Record the tables for CI and the record"),
+        code("""
+task_overall = {m["checkpoint"]: {k: v for k, v in m["overall"].items() if isinstance(v, dict)} for m in tms}
 pipeline.write_notebook_metrics(profile, "05_evaluate", {
-    "checkpoints": names, "step": {m["checkpoint"]: headline(m) for m in ms}})
+    "checkpoints": names, "step": {m["checkpoint"]: headline(m) for m in ms}, "task": task_overall})
 """),
     ],
     "06_inspect_trajectories": [
