@@ -23,7 +23,7 @@ class Profile:
     load_in_4bit: bool = False
     bf16: bool = False
     gradient_checkpointing: bool = False
-    torch_threads: int = 1  # 2 threads on 2 busy cores thrash (see FINDINGS); 1 is steadier
+    torch_threads: int = 1  # 2 threads on 2 busy cores thrash (see FINDINGS); 1 is steadier (CI)
     # image bounds handed to the processor (pixels); a 360x720 screen becomes 112x224 = 32 tokens
     min_pixels: int = 28 * 28 * 4
     max_pixels: int = 28 * 28 * 36
@@ -101,7 +101,7 @@ PROFILES: dict[str, Profile] = {
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
                    test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=5e-4, sft_warmup_steps=10,
                    grpo_steps=80, grpo_prompts_per_step=2, num_generations=8, grpo_lr=2e-4,
-                   task_grpo_steps=10),
+                   task_grpo_steps=10, torch_threads=2, ablation_sft_steps=40, ablation_grpo_steps=20),
     "gpu": Profile(
         name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True,
         gradient_checkpointing=True, torch_threads=8, min_pixels=28 * 28 * 64,
