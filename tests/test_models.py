@@ -1,0 +1,156 @@
+"""The offline tiny Qwen2.5-VL: built without a download, reloaded like a hub checkpoint, and its
+4-bit QLoRA form on CPU, where inference and training must interleave."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from PIL import Image
+
+from inquire_lib import models
+from inquire_lib.profiles import get_profile
+from inquire_lib.prompts import prompt_messages
+
+SMOKE = get_profile("smoke")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    """A private INQUIRE_CACHE with the smoke tiny model built in it once."""
+    root = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("INQUIRE_CACHE", str(root))
+        torch.set_num_threads(1)
+        path = models.model_path(SMOKE)
+        yield root, path
+
+
+def test_build_tiny_model_reloads_through_auto_classes(cache):
+    from transformers import AutoModelForImageTextToText, AutoProcessor, Qwen2_5_VLProcessor
+
+    root, path = cache
+    assert path == str(root / "models" / "tiny-smoke-s0")
+    model = AutoModelForImageTextToText.from_pretrained(path)
+    proc = AutoProcessor.from_pretrained(path)
+    assert type(model).__name__ == "Qwen2_5_VLForConditionalGeneration"
+    assert isinstance(proc, Qwen2_5_VLProcessor)
+    spec = models.TINY_SIZES["smoke"]
+    text = model.config.text_config
+    assert (text.hidden_size, text.num_hidden_layers, text.num_attention_heads) == (spec["hidden"], spec["layers"], spec["heads"])
+    assert model.config.vision_config.out_hidden_size == spec["hidden"]
+    n = models.n_params(model)
+    assert 100_000 < n < 1_000_000
+    # every token the tokenizer can emit has an embedding row
+    assert model.get_input_embeddings().weight.shape[0] == len(proc.tokenizer)
+    assert model.config.image_token_id == proc.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+
+
+def test_build_is_cached_and_not_rebuilt(cache):
+    root, path = cache
+    weights = next((root / "models" / "tiny-smoke-s0").glob("*.safetensors"))
+    before = weights.stat().st_mtime_ns
+    again = models.build_tiny_model(root / "models" / "tiny-smoke-s0", "smoke")
+    assert str(again) == path and weights.stat().st_mtime_ns == before
+    # no temporary build folders left beside it
+    assert [p.name for p in (root / "models").iterdir()] == ["tiny-smoke-s0"]
+
+
+def test_screen_becomes_32_image_tokens(cache):
+    _, path = cache
+    proc = models.load_processor(path, SMOKE)
+    assert proc.tokenizer.padding_side == "left"
+    img = Image.new("RGB", (360, 720), "white")
+    enc = proc(text=["<|vision_start|><|image_pad|><|vision_end|>Task"], images=[img], return_tensors="pt")
+    assert enc["image_grid_thw"].tolist() == [[1, 16, 8]]  # 224/14 x 112/14 patches, merged 2x2 into tokens
+    image_id = proc.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    assert int((enc["input_ids"] == image_id).sum()) == 32
+
+
+def test_chat_prompt_expands_each_image_placeholder(cache):
+    _, path = cache
+    proc = models.load_processor(path, SMOKE)
+    screen = Image.new("RGB", (360, 720), "white")
+    rec = {"instruction": "Open Chat", "history": [], "a11y": [], "screenshot": screen, "prev_screenshot": screen}
+    text = proc.apply_chat_template(prompt_messages(rec, SMOKE), tokenize=False, add_generation_prompt=True)
+    assert text.count("<|vision_start|>") == 2 and text.endswith("<|im_start|>assistant\n")
+    enc = proc(text=[text], images=[screen, screen], return_tensors="pt")
+    image_id = proc.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    assert int((enc["input_ids"] == image_id).sum()) == 64
+
+
+def test_markers_survive_skip_special_tokens(cache):
+    _, path = cache
+    proc = models.load_processor(path, SMOKE)
+    text = '<think>Inquiry check: not needed.</think>\n<tool_call>{"name": "mobile_use"}</tool_call><|im_end|>'
+    ids = proc.tokenizer(text)["input_ids"]
+    for marker in models.MARKERS:
+        assert proc.tokenizer.convert_tokens_to_ids(marker) in ids, marker  # one token each
+    decoded = proc.batch_decode([ids], skip_special_tokens=True)[0]
+    assert decoded == text.replace("<|im_end|>", "")
+    assert proc.tokenizer.eos_token == "<|im_end|>"
+
+
+@pytest.fixture(scope="module")
+def qlora(cache):
+    """The smoke model in 4-bit NF4 with LoRA adapters on the language model."""
+    from peft import get_peft_model
+
+    from inquire_lib.train import _lora_config
+
+    model, proc = models.load_model_and_processor(SMOKE, trainable=True)
+    return get_peft_model(model, _lora_config(SMOKE)), proc
+
+
+def test_4bit_loading_disables_cpu_repack(qlora):
+    import bitsandbytes as bnb
+
+    model, _ = qlora
+    layers = [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
+    assert len(layers) >= 7 * models.TINY_SIZES["smoke"]["layers"]
+    assert all(m.support_avx512bf16_for_cpu is False for m in layers)
+    assert models.disable_bnb_cpu_repack(model) == len(layers)
+
+
+def test_4bit_quantises_the_language_model_only(qlora):
+    import bitsandbytes as bnb
+
+    model, _ = qlora
+    names = [n for n, m in model.named_modules() if isinstance(m, bnb.nn.Linear4bit)]
+    # 7 projections in each of the 2 language-model layers; the vision tower and lm_head stay in
+    # full precision, as the quantization config's skip list asks
+    assert len(names) == 7 * models.TINY_SIZES["smoke"]["layers"]
+    assert not [n for n in names if "visual" in n]
+    assert type(model.get_output_embeddings()).__name__ == "Linear"
+
+
+def test_eval_forward_then_training_step_on_4bit_lora(qlora):
+    model, proc = qlora
+    screen = Image.new("RGB", (360, 720), (200, 220, 240))
+    text = proc.apply_chat_template(prompt_messages({"instruction": "Open Chat", "history": [], "a11y": [],
+                                                     "screenshot": screen, "prev_screenshot": None}, SMOKE),
+                                    tokenize=False, add_generation_prompt=True)
+    enc = proc(text=[text + '<think>x</think><tool_call>{"name": "mobile_use"}</tool_call>'], images=[screen],
+               return_tensors="pt")
+    model.eval()
+    with torch.no_grad():
+        logits = model(**enc).logits  # the eval-mode forward that, unpatched, repacks 4-bit weights
+        out = model.generate(**enc, max_new_tokens=3, do_sample=False)
+    assert logits.shape[:2] == enc["input_ids"].shape and out.shape[1] == enc["input_ids"].shape[1] + 3
+
+    model.train()
+    trainable = {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
+    assert trainable and all("lora_" in n for n in trainable)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-2, weight_decay=0.0)
+    loss = model(**enc, labels=enc["input_ids"]).loss
+    assert math.isfinite(loss.item()) and loss.item() > 0
+    loss.backward()
+    opt.step()
+    # LoRA B starts at zero, so only B gets a gradient on the first step; every B must move
+    changed = {n for n, p in model.named_parameters() if p.requires_grad and not torch.equal(p.detach(), trainable[n])}
+    lora_b = {n for n in trainable if "lora_B" in n}
+    assert len(lora_b) == 7 * models.TINY_SIZES["smoke"]["layers"] and changed == lora_b
+    # and inference still works afterwards
+    model.eval()
+    with torch.no_grad():
+        assert torch.isfinite(model(**enc).logits).all()

@@ -1,0 +1,163 @@
+"""Every numbered notebook, executed in order with papermill under the smoke profile, writes the
+metrics the next one and the reader rely on.
+
+The notebooks run in a copy of the library and notebooks inside a temporary folder, with their own
+INQUIRE_CACHE and INQUIRE_ARTIFACTS: whatever they write (executed copies, metrics, predictions,
+figures, checkpoints, the cached base agent) lands there, never in the working tree.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from inquire_lib import runs
+from inquire_lib.pipeline import REFERENCES
+
+COPIED = ("inquire_lib", "notebooks", "tests/fixtures")
+RATES = ("format", "type_accuracy", "step_accuracy", "inquiry_recall", "inquiry_precision", "needless_rate",
+         "click_in_bbox", "safe_step_accuracy")
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("notebooks")
+    repo = root / "repo"
+    for rel in COPIED:
+        shutil.copytree(runs.REPO_ROOT / rel, repo / rel,
+                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+    with pytest.MonkeyPatch.context() as mp:
+        # papermill's kernels inherit this process's environment
+        mp.setenv("INQUIRE_CACHE", str(root / "cache"))
+        mp.setenv("INQUIRE_ARTIFACTS", str(root / "artifacts"))
+        mp.setenv("INQUIRE_FIGURES", str(repo / "figures"))
+        mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])))
+        mp.setenv("CI", "1")
+        t0 = time.perf_counter()
+        manifest = runs.run_notebooks("smoke", out_root=repo / "papermill_runs", notebooks_dir=repo / "notebooks",
+                                      cwd=repo, progress_bar=False, log=None)
+        seconds = time.perf_counter() - t0
+    print(f"\nall notebooks: {seconds:.0f} s; " + ", ".join(f"{nb['name']} {nb['duration_s']:.0f} s"
+                                                          for nb in manifest["notebooks"]))
+    run = repo / "papermill_runs" / "smoke"
+    return {"root": root, "repo": repo, "run": run, "manifest": manifest, "seconds": seconds,
+            "names": [nb["name"] for nb in manifest["notebooks"]],
+            # the notebooks as copied (others may add some to the working tree meanwhile)
+            "copied": [p.stem for p in runs.discover_notebooks(repo / "notebooks")]}
+
+
+def metrics(smoke_run, name: str) -> dict:
+    return json.loads((smoke_run["run"] / "metrics" / f"{name}.json").read_text())
+
+
+def has(smoke_run, prefix: str) -> bool:
+    return any(n.startswith(prefix) for n in smoke_run["names"])
+
+
+def test_every_notebook_ran_in_order(smoke_run):
+    m = smoke_run["manifest"]
+    expected = smoke_run["copied"]
+    assert smoke_run["names"] == expected == sorted(expected)
+    assert {"01_explore_inquirebench", "02_sft_qlora", "03_grpo_action_level", "05_evaluate"} <= set(expected)
+    assert m["status"] == "ok" and m["profile"] == "smoke" and m["parameters"] == {"PROFILE": "smoke"}
+    assert all(nb["status"] == "ok" and nb["duration_s"] > 0 for nb in m["notebooks"])
+    for nb in m["notebooks"]:
+        assert (smoke_run["run"] / f"{nb['name']}.ipynb").stat().st_size > 1000
+    saved = json.loads((smoke_run["run"] / "manifest.json").read_text())
+    assert saved["status"] == "ok" and [nb["name"] for nb in saved["notebooks"]] == expected
+
+
+def test_kernels_saw_the_private_cache_and_artifacts(smoke_run):
+    root, repo = smoke_run["root"], smoke_run["repo"]
+    assert (root / "cache" / "models" / "tiny-smoke-s0" / "config.json").exists()
+    assert list((root / "cache" / "models").glob("base-agent-smoke-s0-v*/config.json"))
+    assert list((root / "cache" / "data").glob("inquirebench-*-s0-n36/inquirebench.json"))
+    for name in ("sft_full", "sft_weak"):
+        assert (root / "artifacts" / "smoke" / name / "final" / "adapter_config.json").exists()
+    assert not (repo / "artifacts").exists() and not (repo / ".cache").exists()
+
+
+def test_01_explore_metrics(smoke_run):
+    m = metrics(smoke_run, "01_explore")
+    assert m["profile"] == "smoke" and m["n_categories"] == 5 and m["n_subcategories"] == 22
+    assert m["safe_tasks"] > 0 and m["safe_tasks"] + m["inquiry_tasks"] == m["n_tasks"]
+    assert len(m["fingerprint"]) == 16
+
+
+def test_02_sft_metrics(smoke_run):
+    m = metrics(smoke_run, "02_sft")
+    overall = m["overall"]
+    assert {"untrained", "base_agent", "sft_weak", "sft_full", *REFERENCES} <= set(overall)
+    for name in ("untrained", "base_agent", "sft_weak", "sft_full", *REFERENCES):
+        for key in RATES:
+            v = overall[name][key]["value"]
+            assert v is None or 0.0 <= v <= 1.0, (name, key, v)
+            if v is not None:
+                assert overall[name][key]["lo"] - 1e-9 <= v <= overall[name][key]["hi"] + 1e-9
+        assert overall[name]["n"] == overall["expert"]["n"] > 0
+        assert sum(overall[name]["outcomes"].values()) == overall[name]["n"]
+    for key in ("format", "type_accuracy", "step_accuracy", "inquiry_recall", "inquiry_precision", "click_in_bbox"):
+        assert overall["expert"][key]["value"] == 1.0, key
+    assert overall["expert"]["needless_rate"]["value"] == 0.0
+    assert overall["always_ask"]["inquiry_recall"]["value"] == 1.0
+    assert overall["always_ask"]["needless_rate"]["value"] == 1.0
+    assert overall["always_act"]["inquiry_recall"]["value"] == 0.0
+    # the weak inquirer trains on fewer inquiry steps, nothing else removed
+    assert 0 < m["n_weak"] < m["n_full"]
+    assert m["sft_full_seconds"] > 0 and m["minutes"] > 0
+    assert m["manifest"]["profile"] == "smoke" and m["manifest"]["settings"]["name"] == "smoke"
+    # one prediction per test step per checkpoint, and the step metrics files beside them
+    for name in ("sft_full", "expert"):
+        lines = (smoke_run["run"] / "eval" / name / "step_predictions.jsonl").read_text().splitlines()
+        assert len(lines) == overall["expert"]["n"]
+        assert json.loads(lines[0])["checkpoint"] == name
+        assert metrics(smoke_run, f"step_{name}")["overall"]["n"] == len(lines)
+    assert (smoke_run["repo"] / "figures" / "smoke" / "02_sft_full_loss.html").stat().st_size > 1000
+
+
+def test_03_grpo_metrics(smoke_run):
+    m = metrics(smoke_run, "03_grpo_action")
+    assert set(m["stages"]) == {"sft_weak", "grpo_weak", "sft_full", "grpo_full"}
+    for stage in m["stages"].values():
+        assert 0.0 <= stage["format"]["value"] <= 1.0 and stage["n"] > 0
+    assert set(m["weak_gain"]) == {"inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy"}
+    assert all(-1.0 <= v <= 1.0 for v in m["weak_gain"].values())
+    assert m["grpo_weak_seconds"] > 0 and m["grpo_full_seconds"] > 0
+    zero_std = m["frac_reward_zero_std_weak"]
+    assert len(zero_std) == 2 and all(0.0 <= v <= 1.0 for v in zero_std)  # smoke: 2 GRPO steps
+    for name in ("grpo_weak", "grpo_full"):
+        assert (smoke_run["root"] / "artifacts" / "smoke" / name / "final" / "inquire_train.json").exists()
+
+
+def test_05_evaluate_metrics(smoke_run):
+    m = metrics(smoke_run, "05_evaluate")
+    assert {"untrained", "base_agent", "sft_weak", "sft_full", "grpo_weak", "grpo_full"} <= set(m["checkpoints"])
+    assert set(m["checkpoints"]) | set(REFERENCES) <= set(m["step"])
+    assert m["step"]["expert"]["type_accuracy"].startswith("1.00 (")
+    assert m["step"]["always_ask"]["needless_rate"].startswith("1.00 (")
+
+
+def test_later_notebooks_metrics(smoke_run):
+    """Notebooks 04, 06 and 07, for those that exist."""
+    run = smoke_run["run"]
+    if has(smoke_run, "04_"):
+        assert list((run / "metrics").glob("04_*.json"))
+    if has(smoke_run, "06_"):
+        m = metrics(smoke_run, "06_inspect")
+        assert m["checkpoints"] and set(m["outcomes"]) == set(m["checkpoints"])
+        for name in m["checkpoints"]:
+            assert sum(m["outcomes"][name].values()) == m["n_steps"][name] > 0
+        for path in m["reports"].values():
+            assert Path(path).stat().st_size > 10_000 and str(smoke_run["repo"]) in path
+    if has(smoke_run, "07_"):
+        m = metrics(smoke_run, "07_ablations")
+        assert m["points"] and all(p["status"] == "ok" for p in m["points"])
+        variants = {p["parameters"]["VARIANT"] for p in m["points"]}
+        assert set(m["summary"]) == variants
+        for row in m["summary"].values():
+            assert all(0.0 <= row[k] <= 1.0 for k in ("format", "step_accuracy", "inquiry_recall", "needless_rate"))
+    assert smoke_run["seconds"] < 20 * 60

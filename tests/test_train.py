@@ -1,0 +1,147 @@
+"""Training wrappers: record preparation, an interrupted SFT run that resumes from its last
+checkpoint, and one GRPO step with its reward logs (smoke profile, private cache and artifacts)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import TrainerCallback
+
+from inquire_lib import train
+from inquire_lib.profiles import get_profile
+
+PROFILE = get_profile("smoke").replace(sft_save_steps=2, torch_threads=1)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("INQUIRE_CACHE", str(root / "cache"))
+        mp.setenv("INQUIRE_ARTIFACTS", str(root / "artifacts"))
+        mp.setenv("CI", "1")
+        torch.set_num_threads(1)
+        yield root
+
+
+@pytest.fixture(scope="module")
+def train_split(env):
+    return train.benchmark(PROFILE)["train"]
+
+
+def ids_and_gold(ds) -> list[tuple[str, str]]:
+    return list(zip(ds["id"], (json.loads(g)["action"] for g in ds["gold_action"])))
+
+
+def test_inquiry_fraction_filters_only_inquiry_steps(train_split):
+    n_req = sum(train_split["inquiry_required"])
+    assert 0 < n_req < len(train_split)
+    full = train.training_records(train_split, PROFILE, 1.0)
+    none = train.training_records(train_split, PROFILE, 0.0)
+    half = train.training_records(train_split, PROFILE, 0.5)
+    assert len(full) == len(train_split) and full["id"] == train_split["id"]
+    assert len(none) == len(train_split) - n_req
+    assert not any(none["inquiry_required"])
+    assert "call_user" not in {a for _, a in ids_and_gold(none)}
+    assert "call_user" in {a for _, a in ids_and_gold(full)}
+    # part of the inquiries, all of the rest, the same ones on every call, nested in larger fractions
+    kept_req = sum(half["inquiry_required"])
+    assert 0 < kept_req < n_req and len(half) == len(none) + kept_req
+    assert train.training_records(train_split, PROFILE, 0.5)["id"] == half["id"]
+    quarter = set(train.training_records(train_split, PROFILE, 0.25)["id"])
+    assert quarter <= set(half["id"]) and set(none["id"]) <= quarter
+
+
+def test_training_records_columns(train_split):
+    recs = train.training_records(train_split.select(range(6)), PROFILE, 1.0)
+    assert set(recs.column_names) == {"prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required",
+                                      "frame_w", "frame_h", "category", "subcategory", "id"}
+    for r in recs:
+        n_placeholders = sum(1 for part in r["prompt"][1]["content"] if part["type"] == "image")
+        assert len(r["images"]) == n_placeholders == (1 if r["id"].endswith("/0") else 2)
+        assert r["images"][-1].size == (360, 720)
+        assert r["completion"][0]["content"][0]["text"].startswith("<think>")
+
+
+class Interrupt(TrainerCallback):
+    """Stands for a crash or a kill in the middle of training."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.at:
+            raise KeyboardInterrupt(f"interrupted at step {self.at}")
+
+
+class Steps(TrainerCallback):
+    """Records the optimizer steps this process actually ran."""
+
+    def __init__(self):
+        self.ran: list[int] = []
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.ran.append(state.global_step)
+
+
+@pytest.fixture(scope="module")
+def resumed(env):
+    out = Path(env) / "artifacts" / "smoke" / "sft_resume"
+    first = Steps()
+    with pytest.raises(KeyboardInterrupt, match="interrupted at step 3"):
+        train.sft(PROFILE, name="sft_resume", max_steps=4, callbacks=[first, Interrupt(3)])
+    checkpoints = sorted(p.name for p in out.glob("checkpoint-*"))
+    first_state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
+    second = Steps()
+    res = train.sft(PROFILE, name="sft_resume", max_steps=4, resume=True, callbacks=[second])
+    return {"out": out, "first": first.ran, "checkpoints": checkpoints, "first_state": first_state,
+            "second": second.ran, "result": res}
+
+
+def test_interrupted_sft_resumes_from_its_last_checkpoint(resumed):
+    assert resumed["first"] == [1, 2, 3]
+    assert resumed["checkpoints"] == ["checkpoint-2"]  # saved every 2 steps; nothing after the interrupt
+    # the second run did only what was left
+    assert resumed["second"] == [3, 4]
+    res = resumed["result"]
+    steps = [e["step"] for e in res.log_history if "loss" in e]
+    assert steps == [1, 2, 3, 4]
+    assert res.log_history[-1]["step"] == 4 and "train_runtime" in res.log_history[-1]
+    # the first two entries come from the checkpoint, unchanged
+    before = [e for e in resumed["first_state"]["log_history"] if "loss" in e]
+    assert [e["loss"] for e in before] == [e["loss"] for e in res.log_history if "loss" in e][:2]
+    assert (resumed["out"] / "checkpoint-4").is_dir()
+
+
+def test_sft_output_is_an_adapter_with_metadata(resumed):
+    res = resumed["result"]
+    final = Path(res.path)
+    assert res.adapter is True and final == resumed["out"] / "final"
+    assert (final / "adapter_config.json").exists() and (final / "adapter_model.safetensors").exists()
+    meta = json.loads((final / "inquire_train.json").read_text())
+    assert meta["stage"] == "sft" and meta["profile"] == "smoke" and meta["steps"] == 4
+    assert meta["inquiry_fraction"] == PROFILE.sft_inquiry_fraction and meta["adapter"] is True
+    assert meta["base"] == train.base_agent(PROFILE) and Path(meta["base"], "config.json").exists()
+    assert res.n_examples == meta["n_examples"] > 0
+
+
+def test_grpo_one_step_logs_each_reward(resumed):
+    res = train.grpo(PROFILE, start=resumed["result"].path, name="grpo_one", max_steps=1)
+    (entry,) = [e for e in res.log_history if "reward" in e]
+    for name in ("format", "action", "inquiry"):
+        assert f"rewards/{name}/mean" in entry and f"rewards/{name}/std" in entry
+    assert -1.0 <= entry["rewards/format/mean"] <= 1.0
+    assert 0.0 <= entry["rewards/action/mean"] <= 2.0
+    assert -PROFILE.missed_penalty <= entry["rewards/inquiry/mean"] <= 0.0
+    assert 0.0 <= entry["frac_reward_zero_std"] <= 1.0
+    assert entry["reward"] == pytest.approx(sum(w * entry[f"rewards/{n}/mean"] for w, n in
+                                                zip(PROFILE.reward_weights, ("format", "action", "inquiry"))), abs=1e-4)
+    assert entry["step"] == 1 and entry["completions/max_length"] <= PROFILE.max_completion_length
+    assert res.adapter is True and (Path(res.path) / "adapter_config.json").exists()
+    meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
+    assert meta["stage"] == "grpo" and meta["start"] == resumed["result"].path
+    assert meta["base"] == train.base_agent(PROFILE) and meta["rewards"] == ["format", "action", "inquiry"]
+    assert len(res.samples) == PROFILE.grpo_prompts_per_step * PROFILE.num_generations
+    assert all(set(s["rewards"]) == {"format", "action", "inquiry"} for s in res.samples)
