@@ -101,7 +101,8 @@ PROFILES: dict[str, Profile] = {
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
                    test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=5e-4, sft_warmup_steps=10,
                    grpo_steps=80, grpo_prompts_per_step=2, num_generations=8, grpo_lr=2e-4,
-                   task_grpo_steps=10, torch_threads=2, ablation_sft_steps=40, ablation_grpo_steps=20),
+                   task_grpo_steps=10, torch_threads=2, ablation_sft_steps=40, ablation_grpo_steps=20,
+                   eval_batch=64, eval_tasks=80),
     "gpu": Profile(
         name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True,
         gradient_checkpointing=True, torch_threads=8, min_pixels=28 * 28 * 64,
