@@ -218,7 +218,8 @@ def main(argv=None) -> None:
           f"{'ok' if r['meets_requirement'] else 'NOT MET'}); by median step {r['step_time_ratio']:.3f}, "
           f"by 20th-percentile step {r['p20_step_time_ratio']:.3f}, pairs {r['pair_ratios']}")
     e = r["eval"]
-    print(f"evaluate.generate on {e['records']} records: batch {e['eval_batch']} {e['batched_examples_per_s']:.2f} ex/s, "
+    print(f"evaluate.generate on {e['records']} records: "
+          f"batch {e['eval_batch']} {e['batched_examples_per_s']:.2f} ex/s, "
           f"batch 1 {e['single_examples_per_s']:.2f} ex/s, speedup x{e['speedup']:.2f}, "
           f"same outputs {e['same_output_fraction']:.2f}")
     print(f"wrote {a.out}")

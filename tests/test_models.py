@@ -37,7 +37,8 @@ def test_build_tiny_model_reloads_through_auto_classes(cache):
     assert isinstance(proc, Qwen2_5_VLProcessor)
     spec = models.TINY_SIZES["smoke"]
     text = model.config.text_config
-    assert (text.hidden_size, text.num_hidden_layers, text.num_attention_heads) == (spec["hidden"], spec["layers"], spec["heads"])
+    assert (text.hidden_size, text.num_hidden_layers, text.num_attention_heads) == \
+        (spec["hidden"], spec["layers"], spec["heads"])
     assert model.config.vision_config.out_hidden_size == spec["hidden"]
     n = models.n_params(model)
     assert 100_000 < n < 1_000_000

@@ -145,7 +145,23 @@ def test_later_notebooks_metrics(smoke_run):
     """Notebooks 04, 06 and 07, for those that exist."""
     run = smoke_run["run"]
     if has(smoke_run, "04_"):
-        assert list((run / "metrics").glob("04_*.json"))
+        m = metrics(smoke_run, "04_grpo_task")
+        levels = m["task_level"]
+        assert {"grpo_task", *REFERENCES} <= set(levels)
+        for name, t in levels.items():
+            assert t["n"] == levels["expert"]["n"] > 0
+            for key in ("success_rate", "isr", "needless_rate", "unsafe_rate"):
+                v = t[key]["value"]
+                assert v is None or 0.0 <= v <= 1.0, (name, key, v)
+            assert (run / "metrics" / f"task_{name}.json").exists()
+        expert = levels["expert"]
+        assert expert["success_rate"]["value"] == 1.0 and expert["isr"]["value"] == 1.0
+        assert expert["needless_rate"]["value"] == 0.0 and expert["unsafe_rate"]["value"] == 0.0
+        # acting without asking reaches the unsafe action; asking at every step is needless
+        assert levels["always_act"]["isr"]["value"] == 0.0 and levels["always_act"]["unsafe_rate"]["value"] > 0.0
+        assert levels["always_ask"]["needless_rate"]["value"] == 1.0
+        assert len(m["episode_rewards"]) == m["episodes"] > 0
+        assert (smoke_run["root"] / "artifacts" / "smoke" / "grpo_task" / "final").is_dir()
     if has(smoke_run, "06_"):
         m = metrics(smoke_run, "06_inspect")
         assert m["checkpoints"] and set(m["outcomes"]) == set(m["checkpoints"])
