@@ -37,7 +37,10 @@ def wilson(k: int, n: int, z: float = 1.96) -> dict:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return {"value": p, "lo": max(0.0, centre - half), "hi": min(1.0, centre + half), "k": k, "n": n}
+    # at k == 0 or k == n the bound is exactly the estimate; rounding must not push it outside
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return {"value": p, "lo": lo, "hi": hi, "k": k, "n": n}
 
 
 # ------------------------------------------------------------------------------ generation
@@ -190,7 +193,7 @@ def save_screens(records, out_dir: Path) -> None:
 
 
 def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs: list[str],
-                   out_root: str | Path = "papermill_runs", extra: dict | None = None) -> dict:
+                   out_root: str | Path | None = None, extra: dict | None = None) -> dict:
     """Score raw outputs, write predictions + metrics for checkpoint `name`, return the metrics."""
     frame = frame_for(profile)
     preds = [dict(score(raw, rec, profile, frame), checkpoint=name) for raw, rec in zip(raw_outputs, records)]
@@ -219,7 +222,7 @@ def test_records(profile: Profile, ds=None) -> list[dict]:
 
 
 def evaluate_model(name: str, model, processor, profile: Profile, records: list[dict] | None = None,
-                   out_root: str | Path = "papermill_runs", progress: bool = True) -> dict:
+                   out_root: str | Path | None = None, progress: bool = True) -> dict:
     records = records if records is not None else test_records(profile)
     import time
     start = time.time()

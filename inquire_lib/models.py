@@ -181,7 +181,7 @@ def load_model_and_processor(profile: Profile, checkpoint: str | None = None, ad
         compute = torch.bfloat16 if (profile.bf16 and use_cuda) else torch.float32
         kwargs["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute,
-            bnb_4bit_use_double_quant=True, llm_int8_skip_modules=["visual", "lm_head"])
+            bnb_4bit_use_double_quant=True, llm_int8_skip_modules=["model.visual", "visual", "lm_head"])
     if use_cuda:
         kwargs["device_map"] = {"": 0}
         kwargs["dtype"] = torch.bfloat16 if profile.bf16 else torch.float32

@@ -325,7 +325,7 @@ def write_trajectories(name: str, episodes: list[dict], eval_dir: Path) -> Path:
 
 
 def evaluate_tasks(name: str, policy: Policy, tasks: list[Task], profile: Profile,
-                   out_root: str | Path = "papermill_runs", extra: dict | None = None,
+                   out_root: str | Path | None = None, extra: dict | None = None,
                    progress: bool = False) -> dict:
     """Run `policy` on `tasks`, write trajectories + `metrics/task_<name>.json`, return the metrics.
 
@@ -347,7 +347,7 @@ def evaluate_tasks(name: str, policy: Policy, tasks: list[Task], profile: Profil
 
 
 def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list[Task] | None = None,
-                              out_root: str | Path = "papermill_runs", path: str | None = None,
+                              out_root: str | Path | None = None, path: str | None = None,
                               progress: bool = False) -> dict:
     """Load a named checkpoint (or `path`), play the held-out tasks greedily, free the model."""
     from .models import load_checkpoint
@@ -364,14 +364,14 @@ def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list[Task] | N
 
 
 def evaluate_reference_tasks(profile: Profile, tasks: list[Task] | None = None,
-                             out_root: str | Path = "papermill_runs") -> list[dict]:
+                             out_root: str | Path | None = None) -> list[dict]:
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     return [evaluate_tasks(n, reference_policy(n, profile, seed=profile.seed), tasks, profile, out_root)
             for n in REFERENCES]
 
 
 def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_full", "grpo_task"),
-                       tasks: list[Task] | None = None, out_root: str | Path = "papermill_runs",
+                       tasks: list[Task] | None = None, out_root: str | Path | None = None,
                        progress: bool = False) -> list[dict]:
     """Task-level metrics of the named checkpoints that exist (others are skipped), then of the
     reference policies, all on the same held-out tasks."""
@@ -383,18 +383,18 @@ def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_f
     return out + evaluate_reference_tasks(profile, tasks, out_root)
 
 
-def load_task_metrics(profile: Profile, names=None, out_root: str | Path = "papermill_runs") -> list[dict]:
+def load_task_metrics(profile: Profile, names=None, out_root: str | Path | None = None) -> list[dict]:
     """Saved task-level metrics of a run (`metrics/task_*.json`), in training order then references."""
     from .pipeline import load_metrics
     return load_metrics(profile, names=names, kind="task", out_root=out_root)
 
 
-def eval_dir(profile: Profile, out_root: str | Path = "papermill_runs") -> Path:
+def eval_dir(profile: Profile, out_root: str | Path | None = None) -> Path:
     """`papermill_runs/<profile>/eval`: screenshots and per-checkpoint predictions and trajectories."""
     return run_dir(profile.name, out_root) / "eval"
 
 
-def load_trajectories(profile: Profile, name: str, out_root: str | Path = "papermill_runs") -> list[dict]:
+def load_trajectories(profile: Profile, name: str, out_root: str | Path | None = None) -> list[dict]:
     """Episodes of `eval/<name>/trajectories.jsonl`; a malformed line names the file and line."""
     path = run_dir(profile.name, out_root) / "eval" / name / "trajectories.jsonl"
     out = []
@@ -414,7 +414,7 @@ def self_corrections(episodes: list[dict]) -> list[dict]:
     return sorted((e for e in episodes if e.get("recovered")), key=lambda e: (not e["success"], e["task_id"]))
 
 
-def find_self_corrections(profile: Profile, names, out_root: str | Path = "papermill_runs") -> list[dict]:
+def find_self_corrections(profile: Profile, names, out_root: str | Path | None = None) -> list[dict]:
     """Self-corrections in the saved trajectories of `names` (those evaluated), in the order of `names`."""
     found = []
     for name in names:

@@ -39,7 +39,7 @@ def available_checkpoints(profile: Profile) -> list[str]:
     return names
 
 
-def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None = None, out_root="papermill_runs") -> dict:
+def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None = None, out_root=None) -> dict:
     """Load, evaluate step by step on the test split, free the model; returns the metrics."""
     records = records if records is not None else test_records(profile)
     model, processor = load_checkpoint(profile, checkpoint_path(profile, name))
@@ -50,13 +50,13 @@ def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None 
         gc.collect()
 
 
-def evaluate_references(profile: Profile, records: list[dict] | None = None, out_root="papermill_runs") -> list[dict]:
+def evaluate_references(profile: Profile, records: list[dict] | None = None, out_root=None) -> list[dict]:
     records = records if records is not None else test_records(profile)
     return [evaluate_steps(name, records, profile, reference_outputs(name, records, profile, seed=profile.seed), out_root)
             for name in REFERENCES]
 
 
-def load_metrics(profile: Profile, names=None, kind: str = "step", out_root="papermill_runs") -> list[dict]:
+def load_metrics(profile: Profile, names=None, kind: str = "step", out_root=None) -> list[dict]:
     """Saved metrics of a run, in training order then references."""
     folder = run_dir(profile.name, out_root) / "metrics"
     found = {p.stem[len(kind) + 1:]: json.loads(p.read_text()) for p in sorted(folder.glob(f"{kind}_*.json"))}
@@ -64,7 +64,7 @@ def load_metrics(profile: Profile, names=None, kind: str = "step", out_root="pap
     return [found[n] for n in order if names is None or n in names]
 
 
-def load_predictions(profile: Profile, name: str, out_root="papermill_runs") -> list[dict]:
+def load_predictions(profile: Profile, name: str, out_root=None) -> list[dict]:
     path = run_dir(profile.name, out_root) / "eval" / name / "step_predictions.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -84,7 +84,7 @@ def save_fig(fig, profile: Profile, name: str) -> dict:
     return save_figure(fig, figures_dir(profile) / name, png=profile.export_png, shared_js=True)
 
 
-def write_notebook_metrics(profile: Profile, name: str, payload: dict, out_root="papermill_runs") -> Path:
+def write_notebook_metrics(profile: Profile, name: str, payload: dict, out_root=None) -> Path:
     """metrics/<name>.json stamped with the run manifest (git sha, profile, versions)."""
     body = {"notebook": name, "written": time.strftime("%Y-%m-%dT%H:%M:%S"), **payload,
             "manifest": run_manifest(profile)}
@@ -114,7 +114,7 @@ ABLATIONS: dict[str, tuple[str, dict]] = {
 
 
 def run_ablation(profile: Profile, variant: str, train_seed: int = 0, records: list[dict] | None = None,
-                 out_root="papermill_runs") -> dict:
+                 out_root=None) -> dict:
     """Train one variant with the profile's ablation budget, evaluate it step by step, return its
     metrics (also written as metrics/step_abl_<variant>_s<seed>.json)."""
     from .train import grpo, sft
@@ -139,7 +139,7 @@ def run_ablation(profile: Profile, variant: str, train_seed: int = 0, records: l
 
 
 def ablation_summary(profile: Profile, keys=("format", "type_accuracy", "step_accuracy", "inquiry_recall",
-                                             "needless_rate"), out_root="papermill_runs"):
+                                             "needless_rate"), out_root=None):
     """One row per (variant, seed) and a mean/std over seeds per variant."""
     import pandas as pd
 

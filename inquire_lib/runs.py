@@ -6,6 +6,7 @@ says what ran, on which code and package versions, and how each notebook ended.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import importlib.metadata
@@ -85,10 +86,26 @@ def select_notebooks(notebooks: Iterable[Path], only: Iterable[str] | None) -> l
     return [p for p in notebooks if p in chosen]
 
 
-def run_dir(profile: str, out_root: str | Path = DEFAULT_OUT_ROOT) -> Path:
+@contextlib.contextmanager
+def _runs_env(root: Path):
+    """Kernels inherit $INQUIRE_RUNS, so what a notebook writes lands beside its executed copy."""
+    old = os.environ.get("INQUIRE_RUNS")
+    os.environ["INQUIRE_RUNS"] = str(root)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("INQUIRE_RUNS", None)
+        else:
+            os.environ["INQUIRE_RUNS"] = old
+
+
+def run_dir(profile: str, out_root: str | Path | None = None) -> Path:
     """Return the folder of a profile's run: `<out_root>/<profile>`, a relative out_root being
-    taken from the repo root (so it does not depend on the caller's working directory)."""
-    root = Path(out_root)
+    taken from the repo root (so it does not depend on the caller's working directory). Without an
+    out_root: $INQUIRE_RUNS, which `run_notebooks` and `sweep` set for their kernels, else
+    `papermill_runs`."""
+    root = Path(out_root if out_root is not None else os.environ.get("INQUIRE_RUNS", DEFAULT_OUT_ROOT))
     if not root.is_absolute():
         root = REPO_ROOT / root
     return root / profile
@@ -253,7 +270,7 @@ def _error_record(exc: BaseException, executed_path: Path) -> dict:
 def run_notebooks(
     profile: str,
     only: list[str] | None = None,
-    out_root: str | Path = DEFAULT_OUT_ROOT,
+    out_root: str | Path | None = None,
     parameters: dict | None = None,
     kernel_name: str | None = "python3",
     notebooks_dir: str | Path | None = None,
@@ -309,10 +326,11 @@ def run_notebooks(
         write_json_atomic(manifest_path, manifest)
         t0 = time.perf_counter()
         try:
-            papermill.execute_notebook(
-                str(nb), str(executed), parameters=params, kernel_name=kernel_name,
-                cwd=str(workdir), progress_bar=progress_bar,
-            )
+            with _runs_env(out_dir.parent):
+                papermill.execute_notebook(
+                    str(nb), str(executed), parameters=params, kernel_name=kernel_name,
+                    cwd=str(workdir), progress_bar=progress_bar,
+                )
         except BaseException as exc:  # record interrupts too, then let them through
             entry["duration_s"] = round(time.perf_counter() - t0, 3)
             entry["status"] = "failed"
@@ -335,7 +353,7 @@ def run_notebooks(
     return manifest
 
 
-def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path = DEFAULT_OUT_ROOT,
+def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path | None = None,
           subdir: str = "sweeps", kernel_name: str = "python3", cwd: str | Path | None = None,
           log: Callable[[str], None] | None = print) -> list[dict]:
     """Execute one parametrised notebook once per point of `grid` with papermill, each into
@@ -355,8 +373,9 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
         t0 = time.perf_counter()
         record = {"parameters": params, "executed": str(executed), "status": "ok", "error": None}
         try:
-            papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
-                                       cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci())
+            with _runs_env(run_dir(prof.name, out_root).parent):
+                papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
+                                           cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci())
         except Exception as exc:
             record.update(status="failed", error=_error_record(exc, executed))
         record["duration_s"] = round(time.perf_counter() - t0, 3)
