@@ -236,7 +236,7 @@ def parse_completion(text: str, require_think: bool = True) -> Parsed:
     """
     try:
         return _parse(text, require_think)
-    except Exception as exc:  # defensive: the contract is "never raises"
+    except Exception as exc:  # defensive: parsing promises never to raise
         return Parsed(None, None, False, f"internal:{type(exc).__name__}")
 
 

@@ -119,7 +119,7 @@ def _random_action(rng: random.Random, frame: Frame) -> Action:
 
 # ---------------------------------------------------------------------------- scoring
 def score(raw: str, rec: dict, profile: Profile, frame: Frame) -> dict:
-    """One prediction record (contract of `step_predictions.jsonl`)."""
+    """One prediction record (the schema of `step_predictions.jsonl`, see README)."""
     parsed = parse_completion(raw, require_think=profile.use_think)
     cols = model_frame_columns(rec, frame)
     gold_model = Action.from_arguments(json.loads(cols["gold_action"]))

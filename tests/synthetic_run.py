@@ -1,6 +1,6 @@
 """Synthetic evaluation runs for the viz / inspector / report tests.
 
-Records follow the step_predictions.jsonl schema of the shared contract field by field, so loading
+Records follow the documented step_predictions.jsonl schema field by field, so loading
 them through `inquire_lib.inspector.load_run` (which validates) doubles as a schema check.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ def predicted_for(outcome: str, gold: dict, offset: int) -> dict | None:
 def make_pred(task_id: str, step: int, category: str, subcategory: str, required: bool,
               kind: str, outcome: str, checkpoint: str, offset: int = 0,
               rewards: dict | None = None) -> dict:
-    """One step prediction record with every field of the contract, consistent with `outcome`."""
+    """One step prediction record with every field of the schema, consistent with `outcome`."""
     gold, bbox = gold_for(kind)
     parsed = predicted_for(outcome, gold, offset)
     check = "needed, because it is risky" if required else "not needed, because it is routine"

@@ -41,7 +41,7 @@ EXAMPLES = [
 
 # ---------------------------------------------------------------- Action
 
-def test_action_types_are_the_ten_of_the_contract():
+def test_action_types_are_the_ten_of_the_action_space():
     assert ACTION_TYPES == ("click", "long_press", "swipe", "type", "key", "open", "system_button",
                             "wait", "terminate", "call_user")
 

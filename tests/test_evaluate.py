@@ -134,7 +134,7 @@ def test_expert_reference_is_perfect(records, tmp_path):
     assert o["inquiry_recall"]["n"] == n_req and o["needless_rate"]["n"] == len(records) - n_req
     assert sorted(m["by_category"]) == sorted({r["category"] for r in records})
     assert sum(c["n"] for c in m["by_category"].values()) == len(records)
-    # files: predictions one per line with the contract's fields, metrics, screenshots
+    # files: predictions one per line with the schema's fields, metrics, screenshots
     preds = (tmp_path / "smoke" / "eval" / "expert" / "step_predictions.jsonl").read_text().splitlines()
     assert len(preds) == len(records)
     first = json.loads(preds[0])

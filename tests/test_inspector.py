@@ -28,7 +28,7 @@ def _ids(preds):
     return [p["id"] for p in preds]
 
 
-def test_synthetic_records_carry_exactly_the_contract_fields():
+def test_synthetic_records_carry_exactly_the_schema_fields():
     for p in syn.all_preds():
         assert set(p) - {"rewards"} == set(syn.SCHEMA_FIELDS)
         assert ("rewards" in p) == (p["checkpoint"] == "sft")

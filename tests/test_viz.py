@@ -14,7 +14,7 @@ import synthetic_run as syn  # noqa: E402
 
 from inquire_lib import viz  # noqa: E402
 
-S = 112 / 360  # model/screen scale of the contract's CPU frame, equal on both axes (224/720)
+S = 112 / 360  # model/screen scale of the CPU profiles' frame, equal on both axes (224/720)
 
 # One record per outcome, taken from the synthetic run (checkpoint "sft" then "base").
 BY_OUTCOME = {}
