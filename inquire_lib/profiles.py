@@ -48,6 +48,7 @@ class Profile:
     sft_lr: float = 2e-3
     sft_warmup_steps: int = 30
     sft_inquiry_fraction: float = 1.0
+    sft_inquiry_oversample: int = 4  # repeats of each inquiry step in SFT data
     weak_inquiry_fraction: float = 0.15  # the weak inquirer that GRPO starts from
     sft_save_steps: int = 200
     # --- stage 2: action-level GRPO ---
@@ -99,7 +100,7 @@ PROFILES: dict[str, Profile] = {
     # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
     # sequences short on 2 cores
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
-                   test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=5e-4, sft_warmup_steps=10,
+                   test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
                    grpo_steps=80, grpo_prompts_per_step=2, num_generations=8, grpo_lr=2e-4,
                    task_grpo_steps=10, torch_threads=2, ablation_sft_steps=40, ablation_grpo_steps=20,
                    eval_batch=64, eval_tasks=80),

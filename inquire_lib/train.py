@@ -54,13 +54,18 @@ def _keep(rec_id: str, fraction: float, seed: int) -> bool:
     return h / 0xFFFFFFFF < fraction
 
 
-def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: float = 1.0) -> datasets.Dataset:
-    """Step records -> TRL records; keeps only `inquiry_fraction` of the steps whose gold is call_user.
-    Screenshots pass through as their stored PNG bytes (decoding and re-encoding thousands of
-    images would dominate the preparation time)."""
+def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: float = 1.0,
+                     oversample: int = 1) -> datasets.Dataset:
+    """Step records -> TRL records; keeps only `inquiry_fraction` of the steps whose gold is call_user,
+    and repeats each kept one `oversample` times (inquiries are ~10% of the steps; a base agent that
+    never asks needs them more often to learn the new behaviour). Screenshots pass through as their
+    stored PNG bytes (decoding and re-encoding thousands of images would dominate the preparation)."""
     if inquiry_fraction < 1.0:
         ds = ds.filter(lambda req, rid: not req or _keep(rid, inquiry_fraction, profile.seed),
                        input_columns=["inquiry_required", "id"])
+    if oversample > 1:
+        required = [i for i, req in enumerate(ds["inquiry_required"]) if req]
+        ds = ds.select(list(range(len(ds))) + required * (oversample - 1))
     raw = datasets.Image(decode=False)
     ds = ds.cast_column("screenshot", raw).cast_column("prev_screenshot", raw)
     frame = frame_for(profile)
@@ -151,7 +156,8 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     from trl import SFTConfig, SFTTrainer
 
     torch.set_num_threads(profile.torch_threads)
-    train = train if train is not None else training_records(benchmark(profile)["train"], profile, inquiry_fraction)
+    oversample = profile.sft_inquiry_oversample if inquiry_fraction > 0 else 1
+    train = train if train is not None else training_records(benchmark(profile)["train"], profile, inquiry_fraction, oversample)
     model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
     config = SFTConfig(
         output_dir=str(out_dir), max_steps=steps, per_device_train_batch_size=profile.sft_batch, learning_rate=lr,
