@@ -363,7 +363,7 @@ def save(fig: go.Figure, stem: str | Path) -> dict:
     """Write a figure as `<stem>.html` (and `.png` where a browser exists) with `viz.save_figure`."""
     from .viz import save_figure
 
-    return save_figure(fig, stem)
+    return save_figure(fig, stem, shared_js=True)
 
 
 def describe_counts(values) -> dict:

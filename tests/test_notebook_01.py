@@ -15,6 +15,7 @@ def test_notebook_01_smoke(tmp_path, monkeypatch):
     # the kernel starts in tmp_path, so figures/ and papermill_runs/ land there, and builds into
     # its own cache; the repo stays importable from there
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("INQUIRE_FIGURES", str(tmp_path / "figures"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(runs.REPO_ROOT), os.environ.get("PYTHONPATH")])))
     manifest = runs.run_notebooks("smoke", only=["01"], out_root=tmp_path / "papermill_runs", cwd=tmp_path,
                                   progress_bar=False, log=None)
@@ -41,8 +42,9 @@ def test_notebook_01_smoke(tmp_path, monkeypatch):
 
     assert sorted(m["figures"]) == sorted(FIGURES)
     for stem in FIGURES:
-        html = tmp_path / "figures" / f"{stem}.html"
-        assert m["figures"][stem]["html"] == str(Path("figures") / f"{stem}.html")
-        assert html.stat().st_size > 10_000
+        html = tmp_path / "figures" / "smoke" / f"{stem}.html"
+        assert m["figures"][stem]["html"] == str(html)
+        assert html.stat().st_size > 3_000
+        assert (html.parent / "plotly.min.js").stat().st_size > 1_000_000  # shared, not inlined
         if find_chrome() is not None:
-            assert (tmp_path / "figures" / f"{stem}.png").stat().st_size > 1_000
+            assert (html.parent / f"{stem}.png").stat().st_size > 1_000
