@@ -97,13 +97,14 @@ def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: 
                                           Action("call_user", text="Should I go ahead with this step?")))
         elif policy == "random":
             outs.append(format_completion("Inquiry check: not needed, because random." if profile.use_think else None,
-                                          _random_action(rng, frame)))
+                                          random_action(rng, frame)))
         else:
             raise ValueError(f"unknown reference policy {policy!r}")
     return outs
 
 
-def _random_action(rng: random.Random, frame: Frame) -> Action:
+def random_action(rng: random.Random, frame: Frame) -> Action:
+    """A random action type with random arguments, coordinates in the model's frame."""
     kind = rng.choice(["click", "click", "click", "type", "open", "system_button", "terminate", "call_user", "swipe"])
     xy = (rng.randrange(frame.model_w), rng.randrange(frame.model_h))
     return {

@@ -35,7 +35,7 @@ from typing import Callable
 from tqdm.auto import tqdm
 
 from .actions import Action, action_match, format_completion, parse_completion
-from .evaluate import generate, wilson
+from .evaluate import generate, random_action, wilson
 from .profiles import Profile
 from .prompts import frame_for
 from .runs import run_dir, write_json_atomic
@@ -144,17 +144,7 @@ def random_policy(profile: Profile, seed: int = 0) -> Policy:
 
     def one(env: PhoneEnv) -> str:
         rng = rngs.setdefault(env.task.task_id, random.Random(f"random-policy:{seed}:{env.task.task_id}"))
-        xy = lambda: (rng.randrange(frame.model_w), rng.randrange(frame.model_h))
-        kind = rng.choice(["click", "click", "click", "type", "open", "system_button", "terminate", "call_user", "swipe"])
-        action = {
-            "click": lambda: Action("click", coordinate=xy()),
-            "swipe": lambda: Action("swipe", coordinate=xy(), coordinate2=xy()),
-            "type": lambda: Action("type", text=rng.choice(["hello", "50", "yes"])),
-            "open": lambda: Action("open", text=rng.choice(["Wallet", "Chat", "Shop", "Maps"])),
-            "system_button": lambda: Action("system_button", button=rng.choice(["Back", "Home"])),
-            "terminate": lambda: Action("terminate", status="success"),
-            "call_user": lambda: Action("call_user", text="What should I do?"),
-        }[kind]()
+        action = random_action(rng, frame)
         # already in the model frame: format directly
         return format_completion(RANDOM_THINK if profile.use_think else None, action)
 

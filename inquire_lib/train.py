@@ -108,6 +108,20 @@ def _lora_config(profile: Profile):
                       task_type="CAUSAL_LM")
 
 
+def fit(trainer, out_dir: Path, resume: bool) -> tuple[Path, float]:
+    """Train (from the last checkpoint in `out_dir` when resuming), save to `out_dir/final`;
+    returns that path and the training seconds."""
+    import time
+
+    disable_bnb_cpu_repack(trainer.model)
+    t0 = time.time()
+    trainer.train(resume_from_checkpoint=_last_checkpoint(out_dir) if resume else None)
+    seconds = time.time() - t0
+    final = out_dir / "final"
+    trainer.save_model(str(final))
+    return final, seconds
+
+
 def _last_checkpoint(out_dir: Path) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
     return get_last_checkpoint(str(out_dir)) if out_dir.exists() else None
@@ -151,8 +165,6 @@ def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | Non
 
 def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fraction: float, steps: int, lr: float,
              warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
-    import time
-
     from trl import SFTConfig, SFTTrainer
 
     torch.set_num_threads(profile.torch_threads)
@@ -169,12 +181,7 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     )
     trainer = SFTTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
                          peft_config=_lora_config(profile) if profile.lora else None, callbacks=callbacks)
-    disable_bnb_cpu_repack(trainer.model)
-    t0 = time.time()
-    trainer.train(resume_from_checkpoint=_last_checkpoint(out_dir) if resume else None)
-    seconds = time.time() - t0
-    final = out_dir / "final"
-    trainer.save_model(str(final))
+    final, seconds = fit(trainer, out_dir, resume)
     (final / "inquire_train.json").write_text(json.dumps({
         "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
         "start": start or model_path(profile), "base": start or model_path(profile), "seconds": seconds,
@@ -191,8 +198,6 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     `temperature`, scores them with the named rewards (weighted by `profile.reward_weights`), and
     maximises the clipped, group-normalised advantage objective; `beta` > 0 adds a KL penalty.
     """
-    import time
-
     from trl import GRPOConfig, GRPOTrainer
 
     from .rewards import build_reward_funcs
@@ -220,12 +225,7 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
                           reward_funcs=build_reward_funcs(reward_names, profile), peft_config=peft_config,
                           callbacks=callbacks)
-    disable_bnb_cpu_repack(trainer.model)
-    t0 = time.time()
-    trainer.train(resume_from_checkpoint=_last_checkpoint(out_dir) if resume else None)
-    seconds = time.time() - t0
-    final = out_dir / "final"
-    trainer.save_model(str(final))
+    final, seconds = fit(trainer, out_dir, resume)
     adapter = (final / "adapter_config.json").exists()
     samples = _last_samples(trainer)
     (final / "inquire_train.json").write_text(json.dumps({

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from functools import partial
 from pathlib import Path
 
@@ -43,7 +42,7 @@ from .online import observation_record, task_at
 from .profiles import Profile, get_profile
 from .prompts import frame_for, images_of, prompt_messages, user_text
 from .task_rewards import COMPONENTS, task_reward
-from .train import TrainResult, _device_kwargs, _last_checkpoint, _lora_config, artifacts_dir
+from .train import TrainResult, _device_kwargs, _lora_config, artifacts_dir, fit
 from .world.env import PhoneEnv
 from .world.expert import expert_act
 from .world.render import render
@@ -282,7 +281,7 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
     `artifacts/<profile>/<name>/final`; `samples` of the result holds one record per episode."""
     from trl import GRPOConfig, GRPOTrainer
 
-    from .models import base_of, disable_bnb_cpu_repack, load_checkpoint
+    from .models import base_of, load_checkpoint
 
     profile = get_profile(profile)
     torch.set_num_threads(profile.torch_threads)
@@ -297,7 +296,7 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
         per_device_train_batch_size=profile.grpo_prompts_per_step * profile.task_num_generations,
         num_generations=profile.task_num_generations, max_completion_length=episode_token_budget(profile),
         max_tool_calling_iterations=profile.max_episode_steps, temperature=profile.temperature, beta=profile.beta,
-        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, report_to=[], seed=profile.seed,
+        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, report_to=[], seed=profile.seed if profile.train_seed is None else profile.train_seed,
         gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
         disable_tqdm=bool(os.environ.get("CI")), **_device_kwargs(profile),
         # one answer per turn is as long as a stage 1-2 completion; the episode budget bounds the sum
@@ -308,12 +307,7 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
                           reward_funcs=[reward], environment_factory=partial(PhoneTaskEnv, profile),
                           peft_config=_lora_config(profile) if (profile.lora and not is_adapter) else None,
                           callbacks=callbacks)
-    disable_bnb_cpu_repack(trainer.model)
-    t0 = time.time()
-    trainer.train(resume_from_checkpoint=_last_checkpoint(out_dir) if resume else None)
-    seconds = time.time() - t0
-    final = out_dir / "final"
-    trainer.save_model(str(final))
+    final, seconds = fit(trainer, out_dir, resume)
     adapter = (final / "adapter_config.json").exists()
     (final / "inquire_train.json").write_text(json.dumps({
         "stage": "grpo_task", "profile": profile.name, "start": start, "adapter": adapter,
