@@ -25,36 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import step_timer, train_runtime  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "grpo_step.json"
 REQUIRED_RATIO = 1.05  # ours / bare seconds per step
 REWARDS = ("format", "action", "inquiry")
-
-
-def step_timer():
-    """A TrainerCallback that records the wall time of every optimizer step."""
-    from transformers import TrainerCallback
-
-    class StepTimer(TrainerCallback):
-        def __init__(self):
-            self.times: list[float] = []
-            self._t0 = None
-
-        def on_step_begin(self, args, state, control, **kwargs):
-            self._t0 = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kwargs):
-            self.times.append(time.perf_counter() - self._t0)
-
-    return StepTimer()
-
-
-def train_runtime(log_history: list[dict]) -> float:
-    """The trainer's own train_runtime (seconds), from its final log entry."""
-    for entry in reversed(log_history):
-        if "train_runtime" in entry:
-            return float(entry["train_runtime"])
-    raise KeyError("train_runtime missing from the trainer's log history")
 
 
 def run_ours(profile, start: str, records, steps: int, name: str) -> dict:

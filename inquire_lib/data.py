@@ -11,8 +11,6 @@ import io
 import json
 import os
 import random
-import shutil
-import tempfile
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -132,19 +130,12 @@ def stats(dd: datasets.DatasetDict) -> dict:
 
 def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
     """Write atomically: build in a temp folder beside `out`, then rename into place."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    from .runs import atomic_dir
+
+    with atomic_dir(out) as tmp:
         dd.save_to_disk(str(tmp))
         (tmp / "inquirebench.json").write_text(json.dumps({"fingerprint": fingerprint(dd), "stats": stats(dd)}, indent=1))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+    return Path(out)
 
 
 def cache_dir() -> Path:

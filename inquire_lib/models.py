@@ -9,10 +9,7 @@ so every later stage runs the same code on a tiny model (CPU) or a real one (GPU
 from __future__ import annotations
 
 import json
-import os
 import random
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -115,18 +112,12 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     model = Qwen2_5_VLForConditionalGeneration(config)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    from .runs import atomic_dir
+
+    with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
         (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec}))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.replace(tmp, out_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out_dir
 
 

@@ -202,6 +202,25 @@ def _jsonable(obj: Any, where: str = "$") -> Any:
     raise TypeError(f"{where}: value of type {type(obj).__name__} is not JSON serialisable")
 
 
+@contextlib.contextmanager
+def atomic_dir(out: str | Path):
+    """Yield a temp folder beside `out`; on success it replaces `out` whole, on failure it is removed,
+    so a reader never sees a half-written folder."""
+    import shutil
+
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield tmp
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def write_json_atomic(path: str | Path, obj: Any) -> Path:
     """Write obj as indented UTF-8 JSON to path via a temp file in the same folder and os.replace,
     so readers see the old file or the new one, never half of one. Returns the path."""
