@@ -101,7 +101,7 @@ PROFILES: dict[str, Profile] = {
     # sequences short on 2 cores
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
                    test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
-                   grpo_steps=80, grpo_prompts_per_step=2, num_generations=8, grpo_lr=3e-4,
+                   grpo_steps=80, grpo_prompts_per_step=2, num_generations=8, grpo_lr=5e-5,
                    task_grpo_steps=10, torch_threads=2, ablation_sft_steps=40, ablation_grpo_steps=20,
                    eval_batch=64, eval_tasks=80),
     "gpu": Profile(
