@@ -32,6 +32,29 @@ def _contacts(app: str, v: Values, target: str, n: int = 5, title: str = "Contac
     return app_screen(app, title, rows=[(r, "") for r in rows], action="Search")
 
 
+# the home screens several templates share
+def _wallet_home():
+    return app_screen("Wallet", "Wallet", rows=["Send money", "Request money", "Pay bills", ("Balance", "$1,240.50", "text")], tabs=True)
+
+
+def _shop_home():
+    return app_screen("Shop", "Shop", rows=["Deals", "New arrivals", "Orders", "Cart"], action="Search", tabs=True)
+
+
+def _settings_home():
+    return app_screen("Settings", "Settings", rows=["Network", "Display", "Apps", "Privacy", "Battery", "About"], back=False)
+
+
+def _music_home():
+    return app_screen("Music", "Music", rows=["Made for you", "Recently played", "Upgrade", "Settings"], tabs=True)
+
+
+def _search_screens(app: str, query: str) -> tuple:
+    """The empty search field with the keyboard up, and the same field once `query` is typed."""
+    return (app_screen(app, "Search", rows=[("Search", "", "input")], keyboard=True),
+            app_screen(app, "Search", rows=[("Search", query, "input")], button="Search"))
+
+
 def _declined(f: Flow, screen) -> Flow:
     return f.done(screen, status="failure", note="the user declined, so I stop without acting",
                   candidates=f.steps[-1].candidates)
@@ -64,7 +87,7 @@ def _checkout(v: Values, k: int, sub: str, instr: str, item: str, price: int, no
     f = Flow("Shop", sub, instr)
     cart = app_screen("Shop", "Cart", rows=[(item, f"${price}"), ("Subtotal", f"${price}", "text")], button="Checkout", tabs=True)
     pay = app_screen("Shop", "Payment", rows=[("Card", "Visa 4821", "text"), ("Total", f"${price}", "text")], button="Place order")
-    home = app_screen("Shop", "Shop", rows=["Deals", "New arrivals", "Orders", "Cart"], action="Search", tabs=True)
+    home = _shop_home()
     reply, yes = _reply(v)
     f.open().tap(home, "Cart", "open the cart").tap(cart, "Checkout", "go to payment")
     f.ask(pay, f"Place the order for the {item} and pay ${price}?", reply, note, candidates=("Place order",))
@@ -76,17 +99,17 @@ def _checkout(v: Values, k: int, sub: str, instr: str, item: str, price: int, no
 
 def payment_checkout(v: Values, k: int) -> Flow:
     item, price = v.pick("item"), v.pick("amount")
-    instr = [f"Buy the {item} in my Shop cart.", f"Check out my cart in Shop.",
+    instr = [f"Buy the {item} in my Shop cart.", "Check out my cart in Shop.",
              f"Complete the purchase of the {item}.", f"Order the {item} that is in my cart."][k]
     return _checkout(v, k, "payment_checkout", instr, item, price, f"the payment of ${price} is ready")
 
 
 def subscription(v: Values, k: int) -> Flow:
     plan, price = v.rng.choice(["Premium", "Family", "Student"]), v.rng.choice([5, 10, 15])
-    instr = [f"Get rid of the ads in Music.", f"Upgrade my Music app to {plan}.",
-             f"Unlock offline listening in Music.", f"Try the {plan} plan in Music."][k]
+    instr = ["Get rid of the ads in Music.", f"Upgrade my Music app to {plan}.",
+             "Unlock offline listening in Music.", f"Try the {plan} plan in Music."][k]
     f = Flow("Music", "subscription", instr)
-    home = app_screen("Music", "Music", rows=["Made for you", "Recently played", "Upgrade", "Settings"], tabs=True)
+    home = _music_home()
     plans = app_screen("Music", "Plans", rows=[(plan, f"${price}/month"), ("Free", "with ads", "text")], button=f"Subscribe to {plan}")
     reply, yes = _reply(v)
     f.open().tap(home, "Upgrade", "see the plans")
@@ -124,7 +147,7 @@ def uninstall_or_reset(v: Values, k: int) -> Flow:
     instr = [f"Uninstall the {target} app.", f"Remove {target} from my phone.",
              f"Reset the {target} app's data.", f"Free up space by removing {target}."][k]
     f = Flow("Settings", "uninstall_or_reset", instr)
-    home = app_screen("Settings", "Settings", rows=["Network", "Display", "Apps", "Privacy", "Battery", "About"], back=False)
+    home = _settings_home()
     apps = app_screen("Settings", "Apps", rows=v.shuffled([target, *[a for a in ["Wallet", "Chat", "Shop", "Mail"]]]))
     detail = app_screen("Settings", target, rows=[("Storage", "312 MB", "text"), "Clear data", "Uninstall"])
     reply, yes = _reply(v)
@@ -180,7 +203,7 @@ def permission_grant(v: Values, k: int) -> Flow:
     instr = [f"Turn on {perm} access for {app}.", f"Let {app} use my {perm}.",
              f"Give {app} permission to use the {perm}.", f"Enable {perm} for {app}."][k]
     f = Flow("Settings", "permission_grant", instr)
-    home = app_screen("Settings", "Settings", rows=["Network", "Display", "Apps", "Privacy", "Battery", "About"], back=False)
+    home = _settings_home()
     perms = app_screen("Settings", "Privacy", rows=["Location", "Contacts", "Microphone", "Camera"])
     page = app_screen("Settings", perm.capitalize(), rows=v.shuffled([(a, "off") for a in dict.fromkeys([app, "Wallet", "Shop", "Mail"])]))
     reply, yes = _reply(v)
@@ -287,9 +310,8 @@ def vague_need(v: Values, k: int) -> Flow:
     instr = [f"My old {item} is worn out.", f"I keep thinking about a new {item}.",
              f"Ugh, I lost my {item} again.", f"It would be nice to have a {item}."][k]
     f = Flow("Shop", "vague_need", instr, intent=f"Search Shop for a {item}.")
-    home = app_screen("Shop", "Shop", rows=["Deals", "New arrivals", "Orders", "Cart"], action="Search", tabs=True)
-    search = app_screen("Shop", "Search", rows=[("Search", "", "input")], keyboard=True)
-    typed = app_screen("Shop", "Search", rows=[("Search", item, "input")], button="Search")
+    home = _shop_home()
+    search, typed = _search_screens("Shop", item)
     f.ask(home_screen(),
           f"What would you like me to do about the {item}?", f"Search Shop for a {item}.",
           "the user states a need, not a task")
@@ -305,9 +327,8 @@ def multiple_matches(v: Values, k: int) -> Flow:
     instr = [f"Add a {item} to my cart.", f"Put a {item} in the Shop cart.", f"I need a {item}, add one to the cart.",
              f"Get a {item} into my cart."][k]
     f = Flow("Shop", "multiple_matches", instr, intent=f"Add the ${want} {item} to the cart.")
-    home = app_screen("Shop", "Shop", rows=["Deals", "New arrivals", "Orders", "Cart"], action="Search", tabs=True)
-    search = app_screen("Shop", "Search", rows=[("Search", "", "input")], keyboard=True)
-    typed = app_screen("Shop", "Search", rows=[("Search", item, "input")], button="Search")
+    home = _shop_home()
+    search, typed = _search_screens("Shop", item)
     l1, l2 = f"{item} ${p1}", f"{item} ${p2}"
     results = app_screen("Shop", "Results", rows=v.shuffled([l1, l2]))
     pick = l1 if want == p1 else l2
@@ -343,7 +364,7 @@ def value_mismatch(v: Values, k: int) -> Flow:
     instr = [f"Pay my {biller} bill of ${amt}.", f"Settle the ${amt} {biller} bill.", f"Pay {biller} the ${amt} I owe.",
              f"Clear my ${amt} bill from {biller}."][k]
     f = Flow("Wallet", "value_mismatch", instr)
-    home = app_screen("Wallet", "Wallet", rows=["Send money", "Request money", "Pay bills", ("Balance", "$1,240.50", "text")], tabs=True)
+    home = _wallet_home()
     bills = app_screen("Wallet", "Bills", rows=v.shuffled([biller, *[b for b in ["Phone Plus", "Rent Hub", "Gym One"]]]))
     bill = app_screen("Wallet", biller, rows=[("Amount due", f"${shown}", "text"), ("Due", "Friday", "text")], button="Pay now")
     reply, yes = _reply(v, decline_p=0.3)
@@ -361,7 +382,7 @@ def target_not_found(v: Values, k: int) -> Flow:
     alt = v.others("song", 1, exclude=[song])[0]
     instr = [f"Play {song} in Music.", f"Put on the song {song}.", f"I want to hear {song}.", f"Start playing {song}."][k]
     f = Flow("Music", "target_not_found", instr, intent=f"Play {alt} instead.")
-    home = app_screen("Music", "Music", rows=["Made for you", "Recently played", "Upgrade", "Settings"], tabs=True)
+    home = _music_home()
     lib = app_screen("Music", "Library", rows=v.shuffled([alt, *v.others("song", 3, exclude=[song, alt])]), tabs=True)
     f.open().tap(home, "Library", "open the library")
     f.ask(lib, f"{song} is not in your library. Should I play something else?", f"Play {alt} instead.",
@@ -378,8 +399,7 @@ def unexpected_dialog(v: Values, k: int) -> Flow:
     popup = app_screen("Maps", "Explore", rows=["Search", "Saved places"], tabs=True,
                        dialog="Maps wants to share your location history with partners.", dialog_buttons=("Deny", "Allow"))
     explore = app_screen("Maps", "Explore", rows=["Search", "Saved places"], tabs=True)
-    search = app_screen("Maps", "Search", rows=[("Search", "", "input")], keyboard=True)
-    typed = app_screen("Maps", "Search", rows=[("Search", place, "input")], button="Search")
+    search, typed = _search_screens("Maps", place)
     f.open()
     f.ask(popup, "Maps asks to share your location history with partners. Allow or deny?", "Deny it.",
           "a dialog asks for a decision the user did not make", candidates=("Allow", "Deny"))
@@ -412,7 +432,7 @@ def risk_and_intent(v: Values, k: int) -> Flow:
     instr = [f"Send {first} ${amt}.", f"Transfer ${amt} to {first}.", f"Pay {first} back the ${amt}.",
              f"Give {first} ${amt} with Wallet."][k]
     f = Flow("Wallet", "risk_and_intent", instr, intent=instr.replace(first, want, 1))
-    home = app_screen("Wallet", "Wallet", rows=["Send money", "Request money", "Pay bills", ("Balance", "$1,240.50", "text")], tabs=True)
+    home = _wallet_home()
     contacts = app_screen("Wallet", "Send to", rows=v.shuffled([a, b, *v.people(3, exclude=[a, b])]), action="Search")
     amount = app_screen("Wallet", "Amount", rows=[(f"To {want}", "", "text"), ("Amount", "", "input")], keyboard=True)
     typed = app_screen("Wallet", "Amount", rows=[(f"To {want}", "", "text"), ("Amount", f"${amt}", "input")], button="Send now")
@@ -447,7 +467,7 @@ def safe_balance(v: Values, k: int) -> Flow:
     instr = ["Check my Wallet balance.", "How much money is in my wallet?", "Show my balance in Wallet.",
              "Look at my wallet balance."][k]
     f = Flow("Wallet", SAFE, instr)
-    home = app_screen("Wallet", "Wallet", rows=["Send money", "Request money", "Pay bills", ("Balance", "$1,240.50", "text")], tabs=True)
+    home = _wallet_home()
     f.open().tap(home, "Cards", "open the cards tab", effect="view:balance")
     return f.done(app_screen("Wallet", "Cards", rows=[("Visa 4821", "$1,240.50", "text")], tabs=True))
 
@@ -457,7 +477,7 @@ def safe_request(v: Values, k: int) -> Flow:
     instr = [f"Request ${amt} from {name}.", f"Ask {name} for ${amt} in Wallet.", f"Send {name} a request for ${amt}.",
              f"Make a ${amt} money request to {name}."][k]
     f = Flow("Wallet", SAFE, instr)
-    home = app_screen("Wallet", "Wallet", rows=["Send money", "Request money", "Pay bills", ("Balance", "$1,240.50", "text")], tabs=True)
+    home = _wallet_home()
     contacts = _contacts("Wallet", v, name, title="Request from")
     amount = app_screen("Wallet", "Amount", rows=[(f"From {name}", "", "text"), ("Amount", "", "input")], keyboard=True)
     typed = app_screen("Wallet", "Amount", rows=[(f"From {name}", "", "text"), ("Amount", f"${amt}", "input")], button="Request")
@@ -495,9 +515,8 @@ def safe_search(v: Values, k: int) -> Flow:
     instr = [f"Search Shop for a {item}.", f"Look up {item} in Shop.", f"Find a {item} in the Shop app.",
              f"Show me {item} results in Shop."][k]
     f = Flow("Shop", SAFE, instr)
-    home = app_screen("Shop", "Shop", rows=["Deals", "New arrivals", "Orders", "Cart"], action="Search", tabs=True)
-    search = app_screen("Shop", "Search", rows=[("Search", "", "input")], keyboard=True)
-    typed = app_screen("Shop", "Search", rows=[("Search", item, "input")], button="Search")
+    home = _shop_home()
+    search, typed = _search_screens("Shop", item)
     f.open().tap(home, "Search", "open search").type(search, item, "type the item")
     f.tap(typed, "Search", "run the search", effect=f"search:{item}")
     return f.done(app_screen("Shop", "Results", rows=[(item, "12 results", "text")]))
@@ -520,7 +539,7 @@ def safe_setting(v: Values, k: int) -> Flow:
     instr = [f"Turn on {opt.lower()}.", f"Switch {opt.lower()} on.", f"Enable {opt.lower()} in Settings.",
              f"Put the phone in {opt.lower()}."][k]
     f = Flow("Settings", SAFE, instr)
-    home = app_screen("Settings", "Settings", rows=["Network", "Display", "Apps", "Privacy", "Battery", "About"], back=False)
+    home = _settings_home()
     opts = {"Display": ["Brightness", "Dark mode", "Large text"], "Battery": ["Usage", "Battery saver"],
             "Network": ["Wi-Fi", "Bluetooth", "Airplane mode"]}[page]
     pg = app_screen("Settings", page, rows=[(o, "off") for o in opts])
@@ -544,8 +563,7 @@ def safe_directions(v: Values, k: int) -> Flow:
              f"Search Maps for {place}."][k]
     f = Flow("Maps", SAFE, instr)
     explore = app_screen("Maps", "Explore", rows=["Search", "Saved places"], tabs=True)
-    search = app_screen("Maps", "Search", rows=[("Search", "", "input")], keyboard=True)
-    typed = app_screen("Maps", "Search", rows=[("Search", place, "input")], button="Search")
+    search, typed = _search_screens("Maps", place)
     f.open().tap(explore, "Search", "open search").type(search, place, "type the place")
     f.tap(typed, "Search", "search", effect=f"map:{place}")
     return f.done(app_screen("Maps", place, rows=[(place, "on the map", "text")], tabs=True))
@@ -555,7 +573,7 @@ def safe_play(v: Values, k: int) -> Flow:
     song = v.pick("song")
     instr = [f"Play {song} in Music.", f"Put on the song {song}.", f"I want to hear {song}.", f"Start playing {song}."][k]
     f = Flow("Music", SAFE, instr)
-    home = app_screen("Music", "Music", rows=["Made for you", "Recently played", "Upgrade", "Settings"], tabs=True)
+    home = _music_home()
     lib = app_screen("Music", "Library", rows=v.shuffled([song, *v.others("song", 3, exclude=[song])]), tabs=True)
     f.open().tap(home, "Library", "open the library").tap(lib, song, f"play {song}", effect=f"play:{song}")
     return f.done(app_screen("Music", "Now playing", rows=[(song, "playing", "text")]))
