@@ -7,7 +7,7 @@ their only papermill parameter of substance; everything else is looked up here, 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,6 @@ class Profile:
     ablation_sft_steps: int = 60
     ablation_grpo_steps: int = 30
     export_png: bool = True  # figures as PNG too (needs a Chrome), not only HTML
-    extra: dict = field(default_factory=dict)
 
     def replace(self, **changes) -> "Profile":
         return dataclasses.replace(self, **changes)
