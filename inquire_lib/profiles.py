@@ -59,6 +59,10 @@ class Profile:
     grpo_lr: float = 2e-4
     beta: float = 0.0
     temperature: float = 1.0
+    # train only on the completion tokens whose entropy is in the top quantile (1.0 = all tokens):
+    # the ask-or-act decision is one forking token in the reasoning, the rest is near-deterministic
+    top_entropy_quantile: float = 1.0
+    grpo_iterations: int = 1  # optimisation passes per generated batch (generation dominates on CPU)
     max_completion_length: int = 96
     missed_penalty: float = 0.5
     needless_penalty: float = 0.5
@@ -91,7 +95,7 @@ PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke", train_tasks=24, test_tasks=12, model="tiny:smoke", load_in_4bit=True, a11y_coords=False,
         sft_steps=6, sft_batch=4, sft_save_steps=3, sft_warmup_steps=1, base_agent_steps=4,
-        grpo_steps=2, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48,
+        grpo_steps=2, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48, top_entropy_quantile=0.2,
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
         eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16, export_png=False,
         ablation_sft_steps=2, ablation_grpo_steps=1,
@@ -100,7 +104,8 @@ PROFILES: dict[str, Profile] = {
     # sequences short on 2 cores
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
                    test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
-                   grpo_steps=80, grpo_prompts_per_step=2, num_generations=8, grpo_lr=5e-5,
+                   grpo_steps=150, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4,
+                   top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
                    task_grpo_steps=10, torch_threads=2, ablation_sft_steps=40, ablation_grpo_steps=20,
                    eval_batch=64, eval_tasks=80),
     "gpu": Profile(

@@ -189,6 +189,11 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)
 
 
+# the GRPOConfig fields recorded beside a GRPO checkpoint (what a re-run must match)
+GRPO_KNOBS = ("max_steps", "learning_rate", "per_device_train_batch_size", "num_generations", "temperature", "beta",
+              "top_entropy_quantile", "num_iterations", "loss_type", "max_completion_length", "reward_weights", "seed")
+
+
 def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
          max_steps: int | None = None, train: datasets.Dataset | None = None, reward_names=("format", "action", "inquiry"),
          callbacks=None) -> TrainResult:
@@ -197,6 +202,10 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     Each step samples `num_generations` completions for each of `grpo_prompts_per_step` prompts at
     `temperature`, scores them with the named rewards (weighted by `profile.reward_weights`), and
     maximises the clipped, group-normalised advantage objective; `beta` > 0 adds a KL penalty.
+    With `top_entropy_quantile` < 1 only the completion tokens whose entropy is in that top quantile
+    of the batch carry the loss: the forking tokens (ask or act, which target) learn, while the
+    near-deterministic format tokens are left alone. `grpo_iterations` > 1 reuses each generated
+    batch for that many optimisation passes.
     """
     from trl import GRPOConfig, GRPOTrainer
 
@@ -216,7 +225,8 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
         output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
         per_device_train_batch_size=profile.grpo_prompts_per_step * profile.num_generations,
         num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
-        temperature=profile.temperature, beta=profile.beta, reward_weights=list(profile.reward_weights[:len(reward_names)]),
+        temperature=profile.temperature, beta=profile.beta, top_entropy_quantile=profile.top_entropy_quantile,
+        num_iterations=profile.grpo_iterations, reward_weights=list(profile.reward_weights[:len(reward_names)]),
         logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, report_to=[], seed=profile.seed if profile.train_seed is None else profile.train_seed,
         gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
         disable_tqdm=bool(os.environ.get("CI")), **_device_kwargs(profile),
@@ -230,7 +240,8 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     samples = _last_samples(trainer)
     (final / "inquire_train.json").write_text(json.dumps({
         "stage": "grpo", "profile": profile.name, "start": start, "adapter": adapter, "base": base_of(start, profile),
-        "seconds": seconds, "rewards": list(reward_names)}))
+        "seconds": seconds, "rewards": list(reward_names),
+        "config": {k: getattr(config, k) for k in GRPO_KNOBS}}))
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, samples)
 
 

@@ -143,5 +143,8 @@ def test_grpo_one_step_logs_each_reward(resumed):
     meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
     assert meta["stage"] == "grpo" and meta["start"] == resumed["result"].path
     assert meta["base"] == train.base_agent(PROFILE) and meta["rewards"] == ["format", "action", "inquiry"]
+    assert meta["config"]["top_entropy_quantile"] == PROFILE.top_entropy_quantile
+    assert meta["config"]["num_iterations"] == PROFILE.grpo_iterations and meta["config"]["max_steps"] == 1
+    assert meta["config"]["learning_rate"] == PROFILE.grpo_lr and meta["config"]["beta"] == PROFILE.beta
     assert len(res.samples) == PROFILE.grpo_prompts_per_step * PROFILE.num_generations
     assert all(set(s["rewards"]) == {"format", "action", "inquiry"} for s in res.samples)
