@@ -158,10 +158,23 @@ group (group-normalised advantages). The rewards are verifiable and pure (`inqui
 
 InquireMobile's comparison in miniature: starting from the **weak inquirer** (notebook 02), does GRPO
 raise step ISR without making the agent ask everywhere? And what does GRPO change from full SFT?
+
+Three settings decide whether it works (all in the profile, printed below):
+- **the reward scale of the inquiry decision**: at an inquiry step, acting with a clean format still
+  earns +1 (format); with a missed-inquiry penalty of 0.5 that gap is drowned by the format noise of
+  sampled completions, so the cpu profile uses 2.0 for a missed and 1.0 for a needless inquiry;
+- **the learning rate**: full-weight updates of the tiny model drift to never asking above ~1e-4;
+- **which tokens learn** (`top_entropy_quantile`): only the most uncertain 20% of completion tokens
+  carry the loss, so the fork "Inquiry check: needed / not needed" learns and the format is left alone.
 """),
         params(PROFILE="cpu", SEED=0),
         md("## Set-up"),
         code(SETUP),
+        code("""
+knobs = ["grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
+         "top_entropy_quantile", "missed_penalty", "needless_penalty", "grpo_inquiry_share"]
+{k: getattr(profile, k) for k in knobs}
+"""),
         md("""
 ## GRPO from the weak inquirer
 Watch `frac_reward_zero_std`: a group whose completions all score the same gives no gradient.
