@@ -126,6 +126,10 @@ def test_03_grpo_metrics(smoke_run):
         assert 0.0 <= stage["format"]["value"] <= 1.0 and stage["n"] > 0
     assert set(m["weak_gain"]) == {"inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy"}
     assert all(-1.0 <= v <= 1.0 for v in m["weak_gain"].values())
+    assert set(m["full_change"]) == set(m["weak_gain"])
+    isr = {k: m["stages"][k]["inquiry_recall"]["value"] or 0.0 for k in ("sft_full", "grpo_full")}
+    assert m["full_change"]["inquiry_recall"] == pytest.approx(isr["grpo_full"] - isr["sft_full"])
+    assert m["grpo_config"]["top_entropy_quantile"] == 0.2 and m["grpo_config"]["grpo_steps"] == 2
     assert m["grpo_weak_seconds"] > 0 and m["grpo_full_seconds"] > 0
     zero_std = m["frac_reward_zero_std_weak"]
     assert len(zero_std) == 2 and all(0.0 <= v <= 1.0 for v in zero_std)  # smoke: 2 GRPO steps

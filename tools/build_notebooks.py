@@ -213,11 +213,14 @@ pipeline.save_fig(fig, profile, "03_isr_by_category"); display(fig)
         md("## The table of stages, written for CI and for the record"),
         code("""
 summary = {m["checkpoint"]: m["overall"] for m in ms}
-gain = {k: (summary["grpo_weak"][k]["value"] or 0) - (summary["sft_weak"][k]["value"] or 0)
-        for k in ["inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy"]}
+change = lambda before, after: {k: (summary[after][k]["value"] or 0) - (summary[before][k]["value"] or 0)
+                                for k in ["inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy"]}
+gain, full_change = change("sft_weak", "grpo_weak"), change("sft_full", "grpo_full")
 print("change from sft_weak to grpo_weak:", {k: round(v, 3) for k, v in gain.items()})
+print("change from sft_full to grpo_full:", {k: round(v, 3) for k, v in full_change.items()})
 pipeline.write_notebook_metrics(profile, "03_grpo_action", {
-    "minutes": (time.time() - started) / 60, "stages": summary, "weak_gain": gain,
+    "minutes": (time.time() - started) / 60, "stages": summary, "weak_gain": gain, "full_change": full_change,
+    "grpo_config": {k: getattr(profile, k) for k in knobs},
     "grpo_weak_seconds": weak.seconds, "grpo_full_seconds": full.seconds,
     "frac_reward_zero_std_weak": [h.get("frac_reward_zero_std") for h in weak.log_history if "frac_reward_zero_std" in h]})
 """),
