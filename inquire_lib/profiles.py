@@ -104,9 +104,9 @@ PROFILES: dict[str, Profile] = {
     # sequences short on 2 cores
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
                    test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
-                   grpo_steps=150, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4,
+                   grpo_steps=200, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
                    top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
-                   task_grpo_steps=10, torch_threads=2, ablation_sft_steps=40, ablation_grpo_steps=20,
+                   task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20,
                    eval_batch=64, eval_tasks=80),
     "gpu": Profile(
         name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True,
