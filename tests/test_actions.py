@@ -146,21 +146,21 @@ CLICK_ACTION = Action("click", coordinate=(56, 90))
      "no_tool_call"),
     (full(CLICK) + call(CLICK), "multiple_tool_calls"),
     (f"<think>{THINK}</think><tool_call>{{'name': 'mobile_use'}}</tool_call>", "bad_json"),
-    (f"<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
+    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
      '"coordinate": [NaN, 1]}}</tool_call>', "bad_json"),
-    (f"<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "wait", '
+    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "wait", '
      '"time": Infinity}}</tool_call>', "bad_json"),
-    (f"<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
+    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
      '"coordinate": [' + "9" * 5000 + ', 1]}}</tool_call>', "bad_json"),
-    (f"<think>x</think><tool_call>" + "[" * 20_000 + "]" * 20_000 + "</tool_call>", "bad_json"),
-    (f"<think>x</think><tool_call>[1, 2]</tool_call>", "not_object"),
-    (f"<think>x</think>" + call(CLICK, name="computer_use"), "unknown_tool"),
-    (f"<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": "{\\"action\\": '
+    ("<think>x</think><tool_call>" + "[" * 20_000 + "]" * 20_000 + "</tool_call>", "bad_json"),
+    ("<think>x</think><tool_call>[1, 2]</tool_call>", "not_object"),
+    ("<think>x</think>" + call(CLICK, name="computer_use"), "unknown_tool"),
+    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": "{\\"action\\": '
      '\\"click\\"}"}</tool_call>', "bad_arguments"),
     (full({"coordinate": [1, 2]}), "missing_action"),
     (full({"action": "rm -rf", "coordinate": [1, 2]}), "unknown_action"),
     (full({"action": "click", "coordinate": ["56", "90"]}), "bad_argument:coordinate"),
-    (f"<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
+    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
      '"coordinate": [1e400, 1]}}</tool_call>', "bad_argument:coordinate"),
 ])
 def test_parse_failures_have_no_action(text, error):
@@ -230,9 +230,9 @@ def test_code_in_any_field_is_never_run(tmp_path):
     payload = f"__import__('os').system('touch {target}')"
     texts = [
         f"<think>{payload}</think>" + call({"action": "type", "text": payload}),
-        f"<think>x</think>" + call({"action": payload, "coordinate": [1, 2]}),
-        f"<think>x</think>" + call({"action": "click", "coordinate": [payload, payload]}),
-        f"<think>x</think>" + call(CLICK, name=payload),
+        "<think>x</think>" + call({"action": payload, "coordinate": [1, 2]}),
+        "<think>x</think>" + call({"action": "click", "coordinate": [payload, payload]}),
+        "<think>x</think>" + call(CLICK, name=payload),
         f"<think>x</think><tool_call>{payload}</tool_call>",
         f"<think>x</think><tool_call>{{\"name\": \"mobile_use\", \"arguments\": {payload}}}</tool_call>",
         payload,

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 from inquire_lib import explore, runs
 from inquire_lib.viz import find_chrome

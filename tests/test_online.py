@@ -13,7 +13,6 @@ from inquire_lib.evaluate import evaluate_steps, reference_outputs
 from inquire_lib.profiles import get_profile
 from inquire_lib.prompts import frame_for
 from inquire_lib.world.apps import centre
-from inquire_lib.world.expert import expert_act
 
 N_TASKS = 44  # any 44 consecutive tasks cover all 22 sub-categories and 22 safe controls
 PROFILE = get_profile("smoke", max_episode_steps=15, eval_tasks=N_TASKS)

@@ -6,7 +6,6 @@ from unittest import mock
 import pytest
 
 from inquire_lib import train_task as tt
-from inquire_lib.actions import Action
 from inquire_lib.data import generate_tasks
 from inquire_lib.profiles import get_profile
 from inquire_lib.world.expert import expert_act

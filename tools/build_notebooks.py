@@ -5,6 +5,7 @@ Run `python tools/build_notebooks.py` after editing; notebooks hold narrative an
 """
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -81,7 +82,7 @@ print(f"sft_full: {full.n_examples} examples, {full.seconds:.0f} s -> {full.path
 fig = plots.log_curve(full.log_history, ["loss", "mean_token_accuracy"], "sft_full: training loss")
 pipeline.save_fig(fig, profile, "02_sft_full_loss"); fig
 """),
-        md(f"""
+        md("""
 ## Stage 1b: weak SFT
 The same recipe keeping only `profile.weak_inquiry_fraction` of the inquiry steps: a model that knows
 `call_user` but rarely uses it, InquireMobile's starting point for its GRPO-only comparison. GRPO can
@@ -598,6 +599,8 @@ def main() -> int:
         if only and name not in only:
             continue
         nb = nbformat.v4.new_notebook(cells=cells)
+        for i, cell in enumerate(nb.cells):  # stable ids: a rebuild changes only what was edited
+            cell.id = hashlib.sha1(f"{name}:{i}:{cell.source}".encode()).hexdigest()[:8]
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
         nb.metadata["language_info"] = {"name": "python"}
         nbformat.validate(nb)

@@ -8,7 +8,7 @@ than a copy of arbitrary numbers, and a list row is wide, so any point in it cou
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 SCREEN_W, SCREEN_H = 360, 720
 STATUS_H = 24

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
-from .apps import (APPS, DIALOG_BOX, KEYBOARD_TOP, SCREEN_H, SCREEN_W, SLOTS, STATUS_H, Screen)
+from .apps import (APPS, DIALOG_BOX, KEYBOARD_TOP, SCREEN_H, SCREEN_W, SLOTS, Screen)
 
 BG = (246, 247, 249)
 INK = (33, 33, 33)
