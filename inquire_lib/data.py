@@ -18,6 +18,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
+from .runs import atomic_dir
 from .taxonomy import SAFE
 from .world.apps import Screen
 from .world.env import PhoneEnv
@@ -130,8 +131,6 @@ def stats(dd: datasets.DatasetDict) -> dict:
 
 def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
     """Write atomically: build in a temp folder beside `out`, then rename into place."""
-    from .runs import atomic_dir
-
     with atomic_dir(out) as tmp:
         dd.save_to_disk(str(tmp))
         (tmp / "inquirebench.json").write_text(json.dumps({"fingerprint": fingerprint(dd), "stats": stats(dd)}, indent=1))

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 
 from .profiles import Profile
+from .runs import atomic_dir
 
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                 "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
@@ -112,8 +113,6 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     model = Qwen2_5_VLForConditionalGeneration(config)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    from .runs import atomic_dir
-
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import tempfile
 import time
@@ -206,8 +207,6 @@ def _jsonable(obj: Any, where: str = "$") -> Any:
 def atomic_dir(out: str | Path):
     """Yield a temp folder beside `out`; on success it replaces `out` whole, on failure it is removed,
     so a reader never sees a half-written folder."""
-    import shutil
-
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))

@@ -189,6 +189,9 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)
 
 
+# the profile fields that shape stage 2, shown and recorded by notebook 03
+GRPO_SETTINGS = ("grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
+                 "top_entropy_quantile", "missed_penalty", "needless_penalty", "grpo_inquiry_share")
 # the GRPOConfig fields recorded beside a GRPO checkpoint (what a re-run must match)
 GRPO_KNOBS = ("max_steps", "learning_rate", "per_device_train_batch_size", "num_generations", "temperature", "beta",
               "top_entropy_quantile", "num_iterations", "loss_type", "max_completion_length", "reward_weights", "seed")

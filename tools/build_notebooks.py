@@ -172,16 +172,15 @@ Three settings decide whether it works (all in the profile, printed below):
         md("## Set-up"),
         code(SETUP),
         code("""
-knobs = ["grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
-         "top_entropy_quantile", "missed_penalty", "needless_penalty", "grpo_inquiry_share"]
-{k: getattr(profile, k) for k in knobs}
+from inquire_lib.train import GRPO_SETTINGS, grpo
+grpo_settings = {k: getattr(profile, k) for k in GRPO_SETTINGS}
+grpo_settings
 """),
         md("""
 ## GRPO from the weak inquirer
 Watch `frac_reward_zero_std`: a group whose completions all score the same gives no gradient.
 """),
         code("""
-from inquire_lib.train import grpo
 weak = grpo(profile, start=pipeline.checkpoint_path(profile, "sft_weak"), name="grpo_weak")
 print(f"grpo_weak: {weak.seconds:.0f} s -> {weak.path}")
 fig = plots.grpo_curves(weak.log_history, "GRPO from sft_weak")
@@ -221,7 +220,7 @@ print("change from sft_weak to grpo_weak:", {k: round(v, 3) for k, v in gain.ite
 print("change from sft_full to grpo_full:", {k: round(v, 3) for k, v in full_change.items()})
 pipeline.write_notebook_metrics(profile, "03_grpo_action", {
     "minutes": (time.time() - started) / 60, "stages": summary, "weak_gain": gain, "full_change": full_change,
-    "grpo_config": {k: getattr(profile, k) for k in knobs},
+    "grpo_config": grpo_settings,
     "grpo_weak_seconds": weak.seconds, "grpo_full_seconds": full.seconds,
     "frac_reward_zero_std_weak": [h.get("frac_reward_zero_std") for h in weak.log_history if "frac_reward_zero_std" in h]})
 """),
