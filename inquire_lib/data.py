@@ -98,6 +98,15 @@ def build_dataset(seed: int, n_tasks: int) -> datasets.DatasetDict:
     return datasets.DatasetDict(splits)
 
 
+def build_validation(seed: int, n_tasks: int) -> datasets.Dataset:
+    """Tasks drawn like the test split's (held-out values and phrasings) from their own RNGs, kept
+    apart from the benchmark so that train and test stay byte-identical: the split that chooses
+    among training checkpoints, so that the test split is never used to choose."""
+    env = PhoneEnv()
+    rows = [rec for task in generate_tasks(seed, "validation", n_tasks) for rec in task_records(task, env)]
+    return datasets.Dataset.from_list(rows, features=FEATURES)
+
+
 def fingerprint(dd: datasets.DatasetDict) -> str:
     """sha256 over every record's fields and screenshot pixels, split by split: same seed, same value."""
     h = hashlib.sha256()
@@ -147,6 +156,15 @@ def load_or_build(seed: int, n_tasks: int) -> datasets.DatasetDict:
     if (path / "inquirebench.json").exists():
         return datasets.load_from_disk(str(path))
     save_dataset(build_dataset(seed, n_tasks), path)
+    return datasets.load_from_disk(str(path))
+
+
+def load_or_build_validation(seed: int, n_tasks: int) -> datasets.Dataset:
+    """The validation split for (seed, n_tasks), cached on disk after the first build."""
+    path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-validation-n{n_tasks}"
+    if not (path / "dataset_info.json").exists():
+        with atomic_dir(path) as tmp:
+            build_validation(seed, n_tasks).save_to_disk(str(tmp))
     return datasets.load_from_disk(str(path))
 
 

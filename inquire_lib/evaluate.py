@@ -222,6 +222,12 @@ def test_records(profile: Profile, ds=None) -> list[dict]:
     return [r for r in ds if r["task_id"] in keep]
 
 
+def validation_records(profile: Profile) -> list[dict]:
+    """The validation split's step records (`val_tasks` tasks drawn like the test split's)."""
+    from .data import load_or_build_validation
+    return list(load_or_build_validation(profile.seed, profile.val_tasks))
+
+
 def evaluate_model(name: str, model, processor, profile: Profile, records: list[dict] | None = None,
                    out_root: str | Path | None = None, progress: bool = True) -> dict:
     records = records if records is not None else test_records(profile)

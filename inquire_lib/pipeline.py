@@ -27,10 +27,20 @@ def checkpoint_path(profile: Profile, name: str) -> str | None:
         return None
     if name == "base_agent":
         return base_agent(profile)
-    path = artifacts_dir(profile) / name / "final"
+    run = artifacts_dir(profile) / name
+    if (run / "selected").exists():  # chosen on the validation split (`selection.py`)
+        return str(run / "selected")
+    path = run / "final"
     if not path.exists():
         raise FileNotFoundError(f"{path}: checkpoint {name!r} has not been trained for profile {profile.name!r}")
     return str(path)
+
+
+def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=None) -> dict:
+    """Choose among the kept checkpoints of run `name` on the validation split (see `selection.py`);
+    afterwards `checkpoint_path(profile, name)` is the chosen one."""
+    from .selection import select_checkpoint as select
+    return select(profile, name, checkpoint_path(profile, start_name), artifacts_dir(profile) / name, out_root)
 
 
 def available_checkpoints(profile: Profile) -> list[str]:

@@ -37,6 +37,21 @@ def grpo_curves(log_history: list[dict], title: str) -> go.Figure:
     return fig
 
 
+def selection_curve(record: dict, title: str) -> go.Figure:
+    """Validation metrics of every kept GRPO checkpoint (step 0 is the start), the chosen one marked,
+    and the safe-step floor it had to keep."""
+    rows = [record["start"], *record["checkpoints"]]
+    fig = go.Figure()
+    for key in ("inquiry_recall", "safe_step_accuracy", "needless_rate", "step_accuracy"):
+        fig.add_scatter(x=[r["step"] for r in rows], y=[r[key] for r in rows], mode="lines+markers", name=key)
+    floor = (record["start"]["safe_step_accuracy"] or 0.0) - record["max_safe_drop"]
+    fig.add_hline(y=floor, line_dash="dot", annotation_text="safe-step floor")
+    fig.add_vline(x=record["selected_step"], line_dash="dash",
+                  annotation_text="chosen" if record["constraints_met"] else "last (none qualified)")
+    fig.update_layout(title=title, xaxis_title="GRPO step", yaxis_title="validation rate", height=380)
+    return fig
+
+
 def metrics_table(all_metrics: list[dict], keys=METRICS) -> pd.DataFrame:
     rows = []
     for m in all_metrics:

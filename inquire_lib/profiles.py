@@ -18,6 +18,7 @@ class Profile:
     # --- data: generated InquireBench ---
     train_tasks: int = 400
     test_tasks: int = 120
+    val_tasks: int = 80  # validation: chooses among GRPO checkpoints, so the test split never does
     # --- model ---
     model: str = "tiny:cpu"  # "tiny:<size>" builds offline; anything else is a hub id or local path
     load_in_4bit: bool = False
@@ -63,6 +64,12 @@ class Profile:
     # the ask-or-act decision is one forking token in the reasoning, the rest is near-deterministic
     top_entropy_quantile: float = 1.0
     grpo_iterations: int = 1  # optimisation passes per generated batch (generation dominates on CPU)
+    # keep a checkpoint every this many steps for validation to choose from (0: a third of the run, last two kept)
+    grpo_save_steps: int = 0
+    # the chosen checkpoint: the highest validation step ISR whose needless-inquiry rate is at most
+    # `select_max_needless` and whose safe-step accuracy is at most `select_max_safe_drop` below the start's
+    select_max_needless: float = 0.10
+    select_max_safe_drop: float = 0.02
     max_completion_length: int = 96
     missed_penalty: float = 0.5
     needless_penalty: float = 0.5
@@ -95,7 +102,7 @@ PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke", train_tasks=24, test_tasks=12, model="tiny:smoke", load_in_4bit=True, a11y_coords=False,
         sft_steps=6, sft_batch=4, sft_save_steps=3, sft_warmup_steps=1, base_agent_steps=4,
-        grpo_steps=2, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48, top_entropy_quantile=0.2,
+        grpo_steps=2, grpo_save_steps=1, val_tasks=4, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48, top_entropy_quantile=0.2,
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
         eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16, export_png=False,
         ablation_sft_steps=2, ablation_grpo_steps=1,
@@ -104,7 +111,7 @@ PROFILES: dict[str, Profile] = {
     # sequences short on 2 cores
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
                    test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
-                   grpo_steps=200, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
+                   grpo_steps=200, grpo_save_steps=25, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
                    top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20,
                    eval_batch=64, eval_tasks=80),
@@ -112,7 +119,7 @@ PROFILES: dict[str, Profile] = {
         name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True,
         gradient_checkpointing=True, torch_threads=8, min_pixels=28 * 28 * 64,
         max_pixels=28 * 28 * 512, train_tasks=2000, test_tasks=300, sft_steps=1000, sft_batch=8,
-        sft_lr=1e-4, grpo_lr=1e-5, grpo_steps=300, max_completion_length=256,
+        sft_lr=1e-4, grpo_lr=1e-5, grpo_steps=300, grpo_save_steps=50, max_completion_length=256,
         eval_max_new_tokens=256, eval_tasks=300, lora_r=64, lora_alpha=128,
     ),
 }

@@ -191,7 +191,8 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
 
 # the profile fields that shape stage 2, shown and recorded by notebook 03
 GRPO_SETTINGS = ("grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
-                 "top_entropy_quantile", "missed_penalty", "needless_penalty", "grpo_inquiry_share")
+                 "top_entropy_quantile", "missed_penalty", "needless_penalty", "grpo_inquiry_share", "grpo_save_steps",
+                 "val_tasks", "select_max_needless", "select_max_safe_drop")
 # the GRPOConfig fields recorded beside a GRPO checkpoint (what a re-run must match)
 GRPO_KNOBS = ("max_steps", "learning_rate", "per_device_train_batch_size", "num_generations", "temperature", "beta",
               "top_entropy_quantile", "num_iterations", "loss_type", "max_completion_length", "reward_weights", "seed")
@@ -199,7 +200,7 @@ GRPO_KNOBS = ("max_steps", "learning_rate", "per_device_train_batch_size", "num_
 
 def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
          max_steps: int | None = None, train: datasets.Dataset | None = None, reward_names=("format", "action", "inquiry"),
-         callbacks=None) -> TrainResult:
+         callbacks=None, reuse: bool = False) -> TrainResult:
     """Stage 2 from the checkpoint `start` (an SFT output: adapter or full model).
 
     Each step samples `num_generations` completions for each of `grpo_prompts_per_step` prompts at
@@ -209,6 +210,9 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     of the batch carry the loss: the forking tokens (ask or act, which target) learn, while the
     near-deterministic format tokens are left alone. `grpo_iterations` > 1 reuses each generated
     batch for that many optimisation passes.
+
+    With `reuse`, a finished run in `artifacts/<profile>/<name>` from the same start with the same
+    settings is returned as recorded (log history and samples included) instead of being retrained.
     """
     from trl import GRPOConfig, GRPOTrainer
 
@@ -230,10 +234,15 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
         num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
         temperature=profile.temperature, beta=profile.beta, top_entropy_quantile=profile.top_entropy_quantile,
         num_iterations=profile.grpo_iterations, reward_weights=list(profile.reward_weights[:len(reward_names)]),
-        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, report_to=[], seed=profile.seed if profile.train_seed is None else profile.train_seed,
+        logging_steps=1, save_steps=profile.grpo_save_steps or max(1, steps // 3),
+        save_total_limit=None if profile.grpo_save_steps else 2, report_to=[], seed=profile.seed if profile.train_seed is None else profile.train_seed,
         gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
         disable_tqdm=bool(os.environ.get("CI")), **_device_kwargs(profile),
     )
+    knobs = {k: getattr(config, k) for k in GRPO_KNOBS}
+    if reuse and (done := _finished_run(out_dir, start, list(reward_names), knobs, len(train))):
+        return done
+    shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
     peft_config = _lora_config(profile) if (profile.lora and not is_adapter) else None
     trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
                           reward_funcs=build_reward_funcs(reward_names, profile), peft_config=peft_config,
@@ -243,9 +252,22 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     samples = _last_samples(trainer)
     (final / "inquire_train.json").write_text(json.dumps({
         "stage": "grpo", "profile": profile.name, "start": start, "adapter": adapter, "base": base_of(start, profile),
-        "seconds": seconds, "rewards": list(reward_names),
-        "config": {k: getattr(config, k) for k in GRPO_KNOBS}}))
+        "seconds": seconds, "rewards": list(reward_names), "config": knobs, "n_examples": len(train),
+        "log_history": trainer.state.log_history, "samples": samples}, default=str))
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, samples)
+
+
+def _finished_run(out_dir: Path, start: str | None, reward_names: list, knobs: dict, n_examples: int) -> TrainResult | None:
+    """The recorded result of a finished GRPO run with exactly these inputs, else None."""
+    meta = out_dir / "final" / "inquire_train.json"
+    if not meta.exists():
+        return None
+    rec = json.loads(meta.read_text())
+    same = (rec.get("start") == start and rec.get("rewards") == reward_names and rec.get("n_examples") == n_examples
+            and json.loads(json.dumps(knobs, default=str)) == rec.get("config"))
+    if not same or "log_history" not in rec:
+        return None
+    return TrainResult(str(out_dir / "final"), rec["adapter"], rec["log_history"], n_examples, rec["seconds"], rec["samples"])
 
 
 def _last_samples(trainer) -> list[dict]:

@@ -185,3 +185,30 @@ def test_load_or_build_caches(tmp_path, monkeypatch):
     again = data.load_or_build(2, 6)
     assert data.fingerprint(again) == data.fingerprint(first) == json.loads(
         (path / "inquirebench.json").read_text())["fingerprint"]
+
+
+def test_validation_split_is_drawn_like_test_but_apart(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    val = data.load_or_build_validation(2, 10)
+    assert (tmp_path / "data" / f"inquirebench-v{data.DATA_VERSION}-s2-validation-n10" / "dataset_info.json").exists()
+    assert val.features == data.FEATURES and len(set(val["task_id"])) == 10
+    assert all(t.startswith("validation-2-") for t in val["task_id"])
+    test = data.build_dataset(2, 50)["test"]
+    assert not set(val["task_id"]) & set(test["task_id"])
+    # other draws than the test split's: the instructions differ although the pools are the same
+    assert set(val["instruction"]) != set(test["instruction"][:len(val)])
+    # the same 22-sub-category cycle as the other splits, safe controls at odd indices
+    tasks = data.generate_tasks(2, "validation", 10)
+    assert [t.category == SAFE for t in tasks] == [i % 2 == 1 for i in range(10)]
+    # cached: a second call does not rebuild, and returns the same rows
+    monkeypatch.setattr(data, "build_validation", lambda *_: (_ for _ in ()).throw(AssertionError("rebuilt")))
+    assert data.load_or_build_validation(2, 10)["id"] == val["id"]
+
+
+def test_validation_tasks_use_held_out_values_and_phrasings():
+    from inquire_lib.world.values import Values
+    with pytest.raises(ValueError, match="train, test or validation"):
+        Values(random.Random(0), "dev")
+    templates = {generate_task(random.Random(f"inquirebench:0:validation:{i}"), "validation", f"v{i}", i).template
+                 for i in range(0, 400, 2)}
+    assert any(t.endswith(":3") for t in templates)  # the phrasing held out of training appears

@@ -135,6 +135,13 @@ def test_03_grpo_metrics(smoke_run):
     assert len(zero_std) == 2 and all(0.0 <= v <= 1.0 for v in zero_std)  # smoke: 2 GRPO steps
     for name in ("grpo_weak", "grpo_full"):
         assert (smoke_run["root"] / "artifacts" / "smoke" / name / "final" / "inquire_train.json").exists()
+        # a checkpoint per step (grpo_save_steps=1), both scored on validation, the choice recorded
+        sel = json.loads((smoke_run["run"] / "metrics" / f"selection_{name}.json").read_text())
+        assert [r["step"] for r in sel["checkpoints"]] == [1, 2] and sel["start"]["step"] == 0
+        assert m["selected_step"][name] == sel["selected_step"] in (1, 2)
+        assert m["constraints_met"][name] == sel["constraints_met"]
+        chosen = smoke_run["root"] / "artifacts" / "smoke" / name / "selected" / "inquire_train.json"
+        assert json.loads(chosen.read_text())["selected_step"] == sel["selected_step"]
 
 
 def test_05_evaluate_metrics(smoke_run):

@@ -148,3 +148,36 @@ def test_grpo_one_step_logs_each_reward(resumed):
     assert meta["config"]["learning_rate"] == PROFILE.grpo_lr and meta["config"]["beta"] == PROFILE.beta
     assert len(res.samples) == PROFILE.grpo_prompts_per_step * PROFILE.num_generations
     assert all(set(s["rewards"]) == {"format", "action", "inquiry"} for s in res.samples)
+
+
+def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(resumed, tmp_path):
+    from inquire_lib import selection
+
+    profile = PROFILE.replace(grpo_save_steps=1, val_tasks=2)
+    start = resumed["result"].path
+    first = train.grpo(profile, start=start, name="grpo_kept", max_steps=2)
+    run = Path(first.path).parent
+    assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
+    stamp = (Path(first.path) / "adapter_model.safetensors").stat().st_mtime_ns
+
+    again = train.grpo(profile, start=start, name="grpo_kept", max_steps=2, reuse=True)
+    assert (Path(first.path) / "adapter_model.safetensors").stat().st_mtime_ns == stamp  # not retrained
+    assert again.log_history == json.loads(json.dumps(first.log_history)) and again.seconds == first.seconds
+    assert len(again.samples) == len(first.samples) and again.n_examples == first.n_examples
+
+    record = selection.select_checkpoint(profile, "grpo_kept", start, run, out_root=tmp_path)
+    assert [r["step"] for r in record["checkpoints"]] == [1, 2] and record["start"]["step"] == 0
+    assert record["validation_tasks"] == 2 and record["validation_steps"] > 2
+    for r in [record["start"], *record["checkpoints"]]:
+        assert set(selection.KEYS) <= set(r) and 0.0 <= r["format"] <= 1.0
+    assert record["selected_step"] in (1, 2) and isinstance(record["constraints_met"], bool)
+    chosen = json.loads((run / "selected" / "inquire_train.json").read_text())
+    assert chosen["selected_step"] == record["selected_step"] and chosen["base"] == train.base_agent(profile)
+    assert (run / "selected" / "adapter_model.safetensors").exists() and not (run / "selected" / "optimizer.pt").exists()
+    saved = json.loads((tmp_path / "smoke" / "metrics" / "selection_grpo_kept.json").read_text())
+    assert saved["selected_step"] == record["selected_step"]
+
+    # other settings: trained again, and the choice made among the older run's checkpoints is dropped
+    other = train.grpo(profile.replace(grpo_lr=profile.grpo_lr / 2), start=start, name="grpo_kept", max_steps=1, reuse=True)
+    assert json.loads((Path(other.path) / "inquire_train.json").read_text())["config"]["max_steps"] == 1
+    assert not (run / "selected").exists()

@@ -167,6 +167,12 @@ Three settings decide whether it works (all in the profile, printed below):
 - **the learning rate**: full-weight updates of the tiny model drift to never asking above ~1e-4;
 - **which tokens learn** (`top_entropy_quantile`): only the most uncertain 20% of completion tokens
   carry the loss, so the fork "Inquiry check: needed / not needed" learns and the format is left alone.
+
+A run of the tiny model wanders (ISR rises, stalls, falls; safe-step accuracy drifts), so a checkpoint
+is kept every `grpo_save_steps` steps and the **validation split** (tasks drawn like the test split's,
+never the test split itself) chooses one: the highest step ISR that keeps needless inquiries at most
+`select_max_needless` and safe-step accuracy at most `select_max_safe_drop` below the start's.
+A finished run with the same settings is reused; delete `artifacts/<profile>/grpo_*` to train again.
 """),
         params(PROFILE="cpu", SEED=0),
         md("## Set-up"),
@@ -181,19 +187,35 @@ grpo_settings
 Watch `frac_reward_zero_std`: a group whose completions all score the same gives no gradient.
 """),
         code("""
-weak = grpo(profile, start=pipeline.checkpoint_path(profile, "sft_weak"), name="grpo_weak")
+weak = grpo(profile, start=pipeline.checkpoint_path(profile, "sft_weak"), name="grpo_weak", reuse=True)
 print(f"grpo_weak: {weak.seconds:.0f} s -> {weak.path}")
 fig = plots.grpo_curves(weak.log_history, "GRPO from sft_weak")
 pipeline.save_fig(fig, profile, "03_grpo_weak_curves"); fig
+"""),
+        md("""
+## Which checkpoint: the validation split chooses
+Every kept checkpoint (and the start, step 0) evaluated greedily on the validation split.
+"""),
+        code("""
+weak_selection = pipeline.select_checkpoint(profile, "grpo_weak", "sft_weak")
+print("chosen step:", weak_selection["selected_step"], "constraints met:", weak_selection["constraints_met"])
+fig = plots.selection_curve(weak_selection, "grpo_weak: validation metrics of the kept checkpoints")
+pipeline.save_fig(fig, profile, "03_grpo_weak_selection"); fig
 """),
         md("## A few sampled completions of the last step, with their rewards"),
         code("plots.samples_table(weak.samples or [])"),
         md("## GRPO from full SFT"),
         code("""
-full = grpo(profile, start=pipeline.checkpoint_path(profile, "sft_full"), name="grpo_full")
+full = grpo(profile, start=pipeline.checkpoint_path(profile, "sft_full"), name="grpo_full", reuse=True)
 print(f"grpo_full: {full.seconds:.0f} s -> {full.path}")
 fig = plots.grpo_curves(full.log_history, "GRPO from sft_full")
 pipeline.save_fig(fig, profile, "03_grpo_full_curves"); fig
+"""),
+        code("""
+full_selection = pipeline.select_checkpoint(profile, "grpo_full", "sft_full")
+print("chosen step:", full_selection["selected_step"], "constraints met:", full_selection["constraints_met"])
+fig = plots.selection_curve(full_selection, "grpo_full: validation metrics of the kept checkpoints")
+pipeline.save_fig(fig, profile, "03_grpo_full_selection"); fig
 """),
         md("## Step-level evaluation after GRPO, beside after SFT"),
         code("""
@@ -220,7 +242,9 @@ print("change from sft_weak to grpo_weak:", {k: round(v, 3) for k, v in gain.ite
 print("change from sft_full to grpo_full:", {k: round(v, 3) for k, v in full_change.items()})
 pipeline.write_notebook_metrics(profile, "03_grpo_action", {
     "minutes": (time.time() - started) / 60, "stages": summary, "weak_gain": gain, "full_change": full_change,
-    "grpo_config": grpo_settings,
+    "grpo_config": grpo_settings, "selected_step": {"grpo_weak": weak_selection["selected_step"],
+                                                   "grpo_full": full_selection["selected_step"]},
+    "constraints_met": {"grpo_weak": weak_selection["constraints_met"], "grpo_full": full_selection["constraints_met"]},
     "grpo_weak_seconds": weak.seconds, "grpo_full_seconds": full.seconds,
     "frac_reward_zero_std_weak": [h.get("frac_reward_zero_std") for h in weak.log_history if "frac_reward_zero_std" in h]})
 """),

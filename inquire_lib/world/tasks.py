@@ -624,6 +624,6 @@ def generate_task(rng: random.Random, split: str, task_id: str, index: int) -> T
     else:
         name = sorted(BUILDERS)[(index // 2) % len(BUILDERS)]
         builder = BUILDERS[name]
-    k = rng.randrange(PHRASINGS) if split == "test" else rng.randrange(PHRASINGS - 1)
+    k = rng.randrange(PHRASINGS) if split in ("test", "validation") else rng.randrange(PHRASINGS - 1)
     flow = builder(Values(rng, split), k)
     return flow.task(task_id, f"{name}:{k}", {"split": split})

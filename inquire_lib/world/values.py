@@ -41,11 +41,12 @@ POOLS: dict[str, tuple[list, list]] = {
 
 
 class Values:
-    """Draws slot values for one task from the train or the held-out test pools."""
+    """Draws slot values for one task from the train or the held-out pools (test and validation:
+    validation tasks are other draws from the test distribution, used only to choose checkpoints)."""
 
     def __init__(self, rng: random.Random, split: str):
-        if split not in ("train", "test"):
-            raise ValueError(f"split must be train or test, got {split!r}")
+        if split not in ("train", "test", "validation"):
+            raise ValueError(f"split must be train, test or validation, got {split!r}")
         self.rng, self.split = rng, split
 
     def pick(self, pool: str, k: int = 1, exclude=()):

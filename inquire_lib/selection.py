@@ -1,0 +1,93 @@
+"""Choosing a GRPO checkpoint on the validation split.
+
+A GRPO run of the tiny model wanders: step ISR rises, stalls and falls again while safe-step accuracy
+drifts, and where it ends after a fixed number of steps is partly luck. So every `grpo_save_steps`
+steps a checkpoint is kept, each is evaluated on the validation split (tasks drawn like the test
+split's, never the test split itself), and the one kept as `<name>/selected` is the highest
+validation step ISR among those that keep the needless-inquiry rate at most `select_max_needless`
+and safe-step accuracy at most `select_max_safe_drop` below the starting checkpoint's. When none
+qualifies, the last checkpoint is kept and the record says so.
+"""
+from __future__ import annotations
+
+import gc
+import json
+import shutil
+from pathlib import Path
+
+from .evaluate import generate, score, step_metrics, validation_records
+from .models import load_checkpoint
+from .profiles import Profile
+from .prompts import frame_for
+from .runs import atomic_dir, run_dir, write_json_atomic
+
+KEYS = ("inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy", "format")
+# what a chosen checkpoint keeps: the model or adapter, not the optimiser state
+MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "adapter_config.json",
+               "adapter_model.safetensors", "inquire_train.json")
+
+
+def choose(start: dict, rows: list[dict], max_needless: float, max_safe_drop: float) -> tuple[dict, bool]:
+    """The row to keep among `rows` (validation metrics per step, in step order) and whether it met
+    the constraints. Ties in ISR go to the higher safe-step accuracy, then to the earlier step."""
+    if not rows:
+        raise ValueError("no checkpoints to choose from")
+    floor = (start["safe_step_accuracy"] or 0.0) - max_safe_drop
+    eligible = [r for r in rows if (r["needless_rate"] or 0.0) <= max_needless
+                and (r["safe_step_accuracy"] or 0.0) >= floor - 1e-9]
+    if not eligible:
+        return rows[-1], False
+    best = max(eligible, key=lambda r: (r["inquiry_recall"] or 0.0, r["safe_step_accuracy"] or 0.0, -r["step"]))
+    return best, True
+
+
+def checkpoints(run: Path) -> list[tuple[int, Path]]:
+    """(step, folder) of a run's kept checkpoints, then its final model if no checkpoint has its step."""
+    found = sorted((int(p.name.split("-")[1]), p) for p in run.glob("checkpoint-*") if p.name.split("-")[1].isdigit())
+    final = run / "final"
+    meta = final / "inquire_train.json"
+    if meta.exists():
+        last = json.loads(meta.read_text())["config"]["max_steps"]
+        if not found or found[-1][0] < last:
+            found.append((last, final))
+    return found
+
+
+def validate(profile: Profile, path: str | None, records: list[dict]) -> dict:
+    """Overall validation metrics (value only) of one checkpoint, greedy as in the test evaluation."""
+    model, processor = load_checkpoint(profile, path)
+    try:
+        raw = generate(model, processor, records, profile, progress=False)
+    finally:
+        del model
+        gc.collect()
+    frame = frame_for(profile)
+    overall = step_metrics([score(r, rec, profile, frame) for r, rec in zip(raw, records)])["overall"]
+    return {k: overall[k]["value"] for k in KEYS}
+
+
+def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: Path, out_root=None) -> dict:
+    """Evaluate the start and every kept checkpoint of `run` on the validation split, copy the chosen
+    one to `run/selected` and record the curve in `<run_dir>/metrics/selection_<name>.json`."""
+    records = validation_records(profile)
+    final_meta = run / "final" / "inquire_train.json"
+    start = {"step": 0, **validate(profile, start_path, records)}
+    rows = []
+    for step, folder in checkpoints(run):
+        if not (folder / "inquire_train.json").exists() and final_meta.exists():
+            shutil.copy(final_meta, folder / "inquire_train.json")  # an adapter needs to name its base
+        rows.append({"step": step, "path": str(folder), **validate(profile, str(folder), records)})
+    chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
+    with atomic_dir(run / "selected") as tmp:
+        for f in MODEL_FILES:
+            if (Path(chosen["path"]) / f).exists():
+                shutil.copy(Path(chosen["path"]) / f, tmp / f)
+        meta = json.loads((tmp / "inquire_train.json").read_text()) if (tmp / "inquire_train.json").exists() else {}
+        meta.update(selected_step=chosen["step"], constraints_met=met)
+        (tmp / "inquire_train.json").write_text(json.dumps(meta, default=str))
+    record = {"checkpoint": name, "profile": profile.name, "validation_tasks": profile.val_tasks,
+              "validation_steps": len(records), "max_needless": profile.select_max_needless,
+              "max_safe_drop": profile.select_max_safe_drop, "start": start, "checkpoints": rows,
+              "selected_step": chosen["step"], "constraints_met": met}
+    write_json_atomic(run_dir(profile.name, out_root) / "metrics" / f"selection_{name}.json", record)
+    return record
