@@ -51,6 +51,7 @@ def run_bare(profile, base: str, start: str, records, steps: int, out_dir: Path)
 
     from inquire_lib.models import model_path
     from inquire_lib.rewards import build_reward_funcs
+    from inquire_lib.train import grpo_save_kwargs
 
     torch.set_num_threads(profile.torch_threads)
     cuda = torch.cuda.is_available()
@@ -78,8 +79,7 @@ def run_bare(profile, base: str, start: str, records, steps: int, out_dir: Path)
         num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
         temperature=profile.temperature, beta=profile.beta, reward_weights=list(profile.reward_weights[:len(REWARDS)]),
         top_entropy_quantile=profile.top_entropy_quantile, num_iterations=profile.grpo_iterations,
-        logging_steps=1, save_steps=profile.grpo_save_steps or max(1, steps // 3),
-        save_total_limit=None if profile.grpo_save_steps else 2, report_to=[], seed=profile.seed,
+        logging_steps=1, **grpo_save_kwargs(profile, steps), report_to=[], seed=profile.seed,
         gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
         disable_tqdm=True, use_cpu=not cuda, bf16=bool(profile.bf16 and cuda),
     )

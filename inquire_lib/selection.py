@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from .evaluate import generate, score, step_metrics, validation_records
-from .models import load_checkpoint
+from .models import load_checkpoint, load_model_and_processor
 from .profiles import Profile
 from .prompts import frame_for
 from .runs import atomic_dir, run_dir, write_json_atomic
@@ -24,7 +24,7 @@ from .runs import atomic_dir, run_dir, write_json_atomic
 KEYS = ("inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy", "format")
 # what a chosen checkpoint keeps: the model or adapter, not the optimiser state
 MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "adapter_config.json",
-               "adapter_model.safetensors", "inquire_train.json")
+               "adapter_model.safetensors")
 
 
 def choose(start: dict, rows: list[dict], max_needless: float, max_safe_drop: float) -> tuple[dict, bool]:
@@ -41,21 +41,21 @@ def choose(start: dict, rows: list[dict], max_needless: float, max_safe_drop: fl
     return best, True
 
 
-def checkpoints(run: Path) -> list[tuple[int, Path]]:
+def checkpoints(run: Path, last_step: int) -> list[tuple[int, Path]]:
     """(step, folder) of a run's kept checkpoints, then its final model if no checkpoint has its step."""
     found = sorted((int(p.name.split("-")[1]), p) for p in run.glob("checkpoint-*") if p.name.split("-")[1].isdigit())
-    final = run / "final"
-    meta = final / "inquire_train.json"
-    if meta.exists():
-        last = json.loads(meta.read_text())["config"]["max_steps"]
-        if not found or found[-1][0] < last:
-            found.append((last, final))
+    if not found or found[-1][0] < last_step:
+        found.append((last_step, run / "final"))
     return found
 
 
-def validate(profile: Profile, path: str | None, records: list[dict]) -> dict:
-    """Overall validation metrics (value only) of one checkpoint, greedy as in the test evaluation."""
-    model, processor = load_checkpoint(profile, path)
+def validate(profile: Profile, path: str | None, records: list[dict], base: str | None = None) -> dict:
+    """Overall validation metrics (value only) of one checkpoint, greedy as in the test evaluation;
+    `base`: the model under an adapter checkpoint (a trainer's checkpoint folder does not name it)."""
+    if base is not None and path is not None and (Path(path) / "adapter_config.json").exists():
+        model, processor = load_model_and_processor(profile, checkpoint=base, adapter=path)
+    else:
+        model, processor = load_checkpoint(profile, path)
     try:
         raw = generate(model, processor, records, profile, progress=False)
     finally:
@@ -70,21 +70,18 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
     """Evaluate the start and every kept checkpoint of `run` on the validation split, copy the chosen
     one to `run/selected` and record the curve in `<run_dir>/metrics/selection_<name>.json`."""
     records = validation_records(profile)
-    final_meta = run / "final" / "inquire_train.json"
+    meta = json.loads((run / "final" / "inquire_train.json").read_text())
     start = {"step": 0, **validate(profile, start_path, records)}
-    rows = []
-    for step, folder in checkpoints(run):
-        if not (folder / "inquire_train.json").exists() and final_meta.exists():
-            shutil.copy(final_meta, folder / "inquire_train.json")  # an adapter needs to name its base
-        rows.append({"step": step, "path": str(folder), **validate(profile, str(folder), records)})
+    rows = [{"step": step, "path": str(folder), **validate(profile, str(folder), records, base=meta["base"])}
+            for step, folder in checkpoints(run, meta["config"]["max_steps"])]
     chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
     with atomic_dir(run / "selected") as tmp:
         for f in MODEL_FILES:
             if (Path(chosen["path"]) / f).exists():
                 shutil.copy(Path(chosen["path"]) / f, tmp / f)
-        meta = json.loads((tmp / "inquire_train.json").read_text()) if (tmp / "inquire_train.json").exists() else {}
-        meta.update(selected_step=chosen["step"], constraints_met=met)
-        (tmp / "inquire_train.json").write_text(json.dumps(meta, default=str))
+        # the run's record (start, base, settings), marked with the step chosen
+        (tmp / "inquire_train.json").write_text(json.dumps(
+            {**meta, "selected_step": chosen["step"], "constraints_met": met}, default=str))
     record = {"checkpoint": name, "profile": profile.name, "validation_tasks": profile.val_tasks,
               "validation_steps": len(records), "max_needless": profile.select_max_needless,
               "max_safe_drop": profile.select_max_safe_drop, "start": start, "checkpoints": rows,

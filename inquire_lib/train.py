@@ -198,6 +198,14 @@ GRPO_KNOBS = ("max_steps", "learning_rate", "per_device_train_batch_size", "num_
               "top_entropy_quantile", "num_iterations", "loss_type", "max_completion_length", "reward_weights", "seed")
 
 
+def grpo_save_kwargs(profile: Profile, steps: int) -> dict:
+    """Checkpointing of a GRPO run: every `grpo_save_steps` steps, all kept for validation to choose
+    from (`selection.py`); without it, a third of the run, the last two kept for resuming."""
+    if profile.grpo_save_steps:
+        return {"save_steps": profile.grpo_save_steps, "save_total_limit": None}
+    return {"save_steps": max(1, steps // 3), "save_total_limit": 2}
+
+
 def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
          max_steps: int | None = None, train: datasets.Dataset | None = None, reward_names=("format", "action", "inquiry"),
          callbacks=None, reuse: bool = False) -> TrainResult:
@@ -223,9 +231,6 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     train = train if train is not None else grpo_records(profile)
     train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
     out_dir = artifacts_dir(profile) / name
-    from .models import load_checkpoint
-    model, processor = load_checkpoint(profile, start, trainable=True)
-    processor.tokenizer.padding_side = "left"
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     steps = max_steps or profile.grpo_steps
     config = GRPOConfig(
@@ -234,8 +239,8 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
         num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
         temperature=profile.temperature, beta=profile.beta, top_entropy_quantile=profile.top_entropy_quantile,
         num_iterations=profile.grpo_iterations, reward_weights=list(profile.reward_weights[:len(reward_names)]),
-        logging_steps=1, save_steps=profile.grpo_save_steps or max(1, steps // 3),
-        save_total_limit=None if profile.grpo_save_steps else 2, report_to=[], seed=profile.seed if profile.train_seed is None else profile.train_seed,
+        logging_steps=1, **grpo_save_kwargs(profile, steps), report_to=[],
+        seed=profile.seed if profile.train_seed is None else profile.train_seed,
         gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
         disable_tqdm=bool(os.environ.get("CI")), **_device_kwargs(profile),
     )
@@ -243,6 +248,9 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     if reuse and (done := _finished_run(out_dir, start, list(reward_names), knobs, len(train))):
         return done
     shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
+    from .models import load_checkpoint
+    model, processor = load_checkpoint(profile, start, trainable=True)
+    processor.tokenizer.padding_side = "left"
     peft_config = _lora_config(profile) if (profile.lora and not is_adapter) else None
     trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
                           reward_funcs=build_reward_funcs(reward_names, profile), peft_config=peft_config,
