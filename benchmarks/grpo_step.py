@@ -1,4 +1,4 @@
-"""Seconds per GRPO step of `inquire_lib.train.grpo` against a bare TRL `GRPOTrainer`.
+"""Seconds per GRPO step of `inquire_lib.training.train.grpo` against a bare TRL `GRPOTrainer`.
 
 Both start from the same SFT output (made here with `train.sft(profile, max_steps=2)`, an adapter
 on the base agent when the profile uses LoRA), train on the same records with the same reward
@@ -34,7 +34,7 @@ REWARDS = ("format", "action", "inquiry")
 
 
 def run_ours(profile, start: str, records, steps: int, name: str) -> dict:
-    from inquire_lib import train
+    from inquire_lib.training import train
 
     timer = step_timer()
     res = train.grpo(profile, start=start, name=name, max_steps=steps, train=records, reward_names=REWARDS,
@@ -49,9 +49,9 @@ def run_bare(profile, base: str, start: str, records, steps: int, out_dir: Path)
     from transformers import AutoModelForImageTextToText, AutoProcessor, BitsAndBytesConfig
     from trl import GRPOConfig, GRPOTrainer
 
-    from inquire_lib.models import model_path
-    from inquire_lib.rewards import build_reward_funcs
-    from inquire_lib.train import grpo_save_kwargs
+    from inquire_lib.training.models import model_path
+    from inquire_lib.agent.rewards import build_reward_funcs
+    from inquire_lib.training.train import grpo_save_kwargs
 
     torch.set_num_threads(profile.torch_threads)
     cuda = torch.cuda.is_available()
@@ -114,10 +114,10 @@ def run(profile_name: str = "smoke", steps: int = 8, repeats: int = 3, threads: 
     try:
         import torch
 
-        from inquire_lib import train
-        from inquire_lib.models import base_of
+        from inquire_lib.training import train
+        from inquire_lib.training.models import base_of
         from inquire_lib.profiles import get_profile
-        from inquire_lib.runs import write_json_atomic
+        from inquire_lib.runs.notebooks import write_json_atomic
 
         profile = get_profile(profile_name).replace(torch_threads=threads)
         torch.set_num_threads(threads)

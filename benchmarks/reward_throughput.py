@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from inquire_lib.actions import Action, format_completion, parse_completion  # noqa: E402
-from inquire_lib.rewards import build_reward_funcs  # noqa: E402
+from inquire_lib.agent.actions import Action, format_completion, parse_completion  # noqa: E402
+from inquire_lib.agent.rewards import build_reward_funcs  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "results" / "reward_throughput.json"
 W, H = 112, 224  # model frame of the CPU profiles

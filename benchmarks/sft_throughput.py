@@ -1,4 +1,4 @@
-"""SFT throughput of `inquire_lib.train.sft` against a bare TRL `SFTTrainer`, and batched evaluation.
+"""SFT throughput of `inquire_lib.training.train.sft` against a bare TRL `SFTTrainer`, and batched evaluation.
 
 Both trainers start from the same checkpoint (`train.base_agent(profile)`), train on the same
 records (`train.training_records`) with the same batch size and settings, in the same process,
@@ -34,7 +34,7 @@ REQUIRED_RATIO = 0.95  # ours / bare examples per second
 
 
 def run_ours(profile, records, steps: int, name: str) -> dict:
-    from inquire_lib import train
+    from inquire_lib.training import train
 
     timer = step_timer()
     res = train.sft(profile, name=name, max_steps=steps, train=records, callbacks=[timer])
@@ -48,7 +48,7 @@ def run_bare(profile, start: str, records, steps: int, out_dir: Path) -> dict:
     from transformers import AutoModelForImageTextToText, AutoProcessor, BitsAndBytesConfig
     from trl import SFTConfig, SFTTrainer
 
-    from inquire_lib.models import model_path
+    from inquire_lib.training.models import model_path
 
     torch.set_num_threads(profile.torch_threads)
     cuda = torch.cuda.is_available()
@@ -92,8 +92,9 @@ def summarise(who: str, out: dict, steps: int, batch: int) -> dict:
 
 def eval_throughput(profile, start: str, n: int, repeats: int) -> dict:
     """examples/s of `evaluate.generate`, batched (profile.eval_batch) vs one record at a time."""
-    from inquire_lib import evaluate, train
-    from inquire_lib.models import load_checkpoint
+    from inquire_lib.evaluation import steps as evaluate
+    from inquire_lib.training import train
+    from inquire_lib.training.models import load_checkpoint
 
     test = train.benchmark(profile)["test"]
     records = list(test.select(range(min(n, len(test)))))
@@ -127,16 +128,16 @@ def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads:
     try:
         import torch
 
-        from inquire_lib import train
+        from inquire_lib.training import train
         from inquire_lib.profiles import get_profile
-        from inquire_lib.runs import write_json_atomic
+        from inquire_lib.runs.notebooks import write_json_atomic
 
         profile = get_profile(profile_name).replace(torch_threads=threads)
         torch.set_num_threads(threads)
         t0 = time.perf_counter()
         start = train.base_agent(profile)
         if start is None:
-            from inquire_lib.models import model_path
+            from inquire_lib.training.models import model_path
             start = model_path(profile)
         base_s = time.perf_counter() - t0
         records = train.training_records(train.benchmark(profile)["train"], profile, profile.sft_inquiry_fraction)

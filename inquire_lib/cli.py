@@ -7,7 +7,7 @@ import sys
 
 
 def _build(args) -> int:
-    from .data import build_dataset, fingerprint, save_dataset, stats
+    from .data.benchmark import build_dataset, fingerprint, save_dataset, stats
 
     dd = build_dataset(args.seed, args.tasks)
     save_dataset(dd, args.out)
@@ -23,13 +23,13 @@ def _build(args) -> int:
 
 
 def _validate(args) -> int:
-    from .external import validate_main
+    from .data.external import validate_main
 
     return validate_main(args.file, args.image_root, args.skip_bad)
 
 
 def _run(args) -> int:
-    from .runs import NotebookFailed, run_notebooks
+    from .runs.notebooks import NotebookFailed, run_notebooks
 
     try:
         run_notebooks(args.profile, only=args.only or None)
@@ -40,7 +40,7 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
-    from .report import report_main
+    from .viz.report import report_main
 
     return report_main(args.run_dir, args.out, args.failures_only)
 

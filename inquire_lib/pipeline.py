@@ -10,11 +10,11 @@ import json
 import time
 from pathlib import Path
 
-from .evaluate import evaluate_model, evaluate_steps, reference_outputs, test_records
-from .models import load_checkpoint
+from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs, test_records
+from .training.models import load_checkpoint
 from .profiles import Profile, get_profile
-from .runs import REPO_ROOT, run_dir, run_manifest, write_json_atomic
-from .train import artifacts_dir, base_agent
+from .runs.notebooks import REPO_ROOT, run_dir, run_manifest, write_json_atomic
+from .training.train import artifacts_dir, base_agent
 
 REFERENCES = ("expert", "always_act", "always_ask", "random")
 # training order, for tables
@@ -39,7 +39,7 @@ def checkpoint_path(profile: Profile, name: str) -> str | None:
 def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=None) -> dict:
     """Choose among the kept checkpoints of run `name` on the validation split (see `selection.py`);
     afterwards `checkpoint_path(profile, name)` is the chosen one."""
-    from .selection import select_checkpoint as select
+    from .training.selection import select_checkpoint as select
     return select(profile, name, checkpoint_path(profile, start_name), artifacts_dir(profile) / name, out_root)
 
 
@@ -90,7 +90,7 @@ def figures_dir(profile: Profile) -> Path:
 def save_fig(fig, profile: Profile, name: str) -> dict:
     """HTML always (sharing one plotly.min.js per folder), PNG where a Chrome exists and the profile
     asks for it (the smoke profile does not: CI time)."""
-    from .viz import save_figure
+    from .viz.overlays import save_figure
     return save_figure(fig, figures_dir(profile) / name, png=profile.export_png, shared_js=True)
 
 
@@ -127,7 +127,7 @@ def run_ablation(profile: Profile, variant: str, train_seed: int = 0, records: l
                  out_root=None) -> dict:
     """Train one variant with the profile's ablation budget, evaluate it step by step, return its
     metrics (also written as metrics/step_abl_<variant>_s<seed>.json)."""
-    from .train import grpo, sft
+    from .training.train import grpo, sft
 
     stage, overrides = ABLATIONS[variant]
     vp = profile.replace(train_seed=train_seed, **overrides)

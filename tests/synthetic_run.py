@@ -1,7 +1,7 @@
 """Synthetic evaluation runs for the viz / inspector / report tests.
 
 Records follow the documented step_predictions.jsonl schema field by field, so loading
-them through `inquire_lib.inspector.load_run` (which validates) doubles as a schema check.
+them through `inquire_lib.viz.inspector.load_run` (which validates) doubles as a schema check.
 """
 from __future__ import annotations
 

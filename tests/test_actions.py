@@ -1,4 +1,4 @@
-"""Tests for inquire_lib.actions: action space, parser, formatting, frames, action_match."""
+"""Tests for inquire_lib.agent.actions: action space, parser, formatting, frames, action_match."""
 import inspect
 import json
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inquire_lib.actions import (
+from inquire_lib.agent.actions import (
     ACTION_TYPES, MAX_CHARS, Action, ActionError, Frame, Parsed, action_match, format_action,
     format_completion, inquiry_check, parse_completion,
 )

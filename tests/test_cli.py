@@ -9,7 +9,7 @@ import datasets
 import pytest
 
 from inquire_lib import cli
-from inquire_lib.data import fingerprint
+from inquire_lib.data.benchmark import fingerprint
 
 FIXTURES = Path(__file__).parent / "fixtures" / "inquiremobile"
 TASKS = FIXTURES / "tasks_en.sample.jsonl"

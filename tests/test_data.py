@@ -9,9 +9,9 @@ import datasets
 import pytest
 from PIL import Image
 
-from inquire_lib import data
-from inquire_lib.actions import Action
-from inquire_lib.taxonomy import CATEGORIES, SAFE, category_of, subcategories
+from inquire_lib.data import benchmark as data
+from inquire_lib.agent.actions import Action
+from inquire_lib.agent.taxonomy import CATEGORIES, SAFE, category_of, subcategories
 from inquire_lib.world.apps import SCREEN_H, SCREEN_W
 from inquire_lib.world.tasks import generate_task
 

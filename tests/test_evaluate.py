@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from inquire_lib import evaluate
-from inquire_lib.actions import Action, format_completion
+from inquire_lib.evaluation import steps as evaluate
+from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.profiles import get_profile
-from inquire_lib.prompts import frame_for
+from inquire_lib.agent.prompts import frame_for
 
 SMOKE = get_profile("smoke")
 FRAME = frame_for(SMOKE)

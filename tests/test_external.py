@@ -1,4 +1,4 @@
-"""Tests for inquire_lib.external against the real-format InquireMobile samples."""
+"""Tests for inquire_lib.data.external against the real-format InquireMobile samples."""
 from __future__ import annotations
 
 import json
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from inquire_lib.external import (
+from inquire_lib.data.external import (
     FRAMES,
     RecordError,
     detect_frame,

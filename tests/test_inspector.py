@@ -1,4 +1,4 @@
-"""Tests of inquire_lib.inspector: reading runs, schema errors, filters, and the headless widget app."""
+"""Tests of inquire_lib.viz.inspector: reading runs, schema errors, filters, and the headless widget app."""
 from __future__ import annotations
 
 import json
@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import synthetic_run as syn  # noqa: E402
 
-from inquire_lib import viz  # noqa: E402
-from inquire_lib.inspector import (  # noqa: E402
+from inquire_lib.viz import overlays as viz  # noqa: E402
+from inquire_lib.viz.inspector import (  # noqa: E402
     Inspector, PredictionFormatError, checkpoint_order, compare_pair, episodes, filter_steps,
     load_run, outcome_options, read_predictions,
 )

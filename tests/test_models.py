@@ -8,9 +8,9 @@ import pytest
 import torch
 from PIL import Image
 
-from inquire_lib import models
+from inquire_lib.training import models
 from inquire_lib.profiles import get_profile
-from inquire_lib.prompts import prompt_messages
+from inquire_lib.agent.prompts import prompt_messages
 
 SMOKE = get_profile("smoke")
 
@@ -97,7 +97,7 @@ def qlora(cache):
     """The smoke model in 4-bit NF4 with LoRA adapters on the language model."""
     from peft import get_peft_model
 
-    from inquire_lib.train import _lora_config
+    from inquire_lib.training.train import _lora_config
 
     model, proc = models.load_model_and_processor(SMOKE, trainable=True)
     return get_peft_model(model, _lora_config(SMOKE)), proc

@@ -4,8 +4,9 @@ from __future__ import annotations
 import json
 import os
 
-from inquire_lib import explore, runs
-from inquire_lib.viz import find_chrome
+from inquire_lib.viz import explore
+from inquire_lib.runs import notebooks as runs
+from inquire_lib.viz.overlays import find_chrome
 
 FIGURES = ("01_categories", "01_examples", "01_example_inquiry", "01_trajectory_lengths", "01_prompt_lengths")
 

@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import synthetic_run as syn  # noqa: E402
 
-from inquire_lib import runs  # noqa: E402
+from inquire_lib.runs import notebooks as runs  # noqa: E402
 
 FIGURES = runs.REPO_ROOT / "figures" / "smoke"
 WRITTEN = ("06_failures_base.html", "06_failures_sft.html", "06_episode.html", "06_step.html",

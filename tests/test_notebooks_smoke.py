@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from inquire_lib import runs
+from inquire_lib.runs import notebooks as runs
 from inquire_lib.pipeline import REFERENCES
 
 COPIED = ("inquire_lib", "notebooks", "tests/fixtures")

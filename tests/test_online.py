@@ -1,4 +1,4 @@
-"""Tests for inquire_lib.online: task-level episodes in PhoneEnv, metrics and files."""
+"""Tests for inquire_lib.evaluation.episodes: task-level episodes in PhoneEnv, metrics and files."""
 import io
 import json
 import re
@@ -6,12 +6,12 @@ import re
 import pytest
 from PIL import Image
 
-from inquire_lib import online
-from inquire_lib.actions import Action, format_completion
-from inquire_lib.data import generate_tasks, task_records
-from inquire_lib.evaluate import evaluate_steps, reference_outputs
+from inquire_lib.evaluation import episodes as online
+from inquire_lib.agent.actions import Action, format_completion
+from inquire_lib.data.benchmark import generate_tasks, task_records
+from inquire_lib.evaluation.steps import evaluate_steps, reference_outputs
 from inquire_lib.profiles import get_profile
-from inquire_lib.prompts import frame_for
+from inquire_lib.agent.prompts import frame_for
 from inquire_lib.world.apps import centre
 
 N_TASKS = 44  # any 44 consecutive tasks cover all 22 sub-categories and 22 safe controls
@@ -180,7 +180,7 @@ def test_evaluate_tasks_writes_trajectories_and_metrics(tmp_path, tasks):
 
 
 def test_inspector_reads_the_trajectories(tmp_path, tasks):
-    from inquire_lib.inspector import load_run
+    from inquire_lib.viz.inspector import load_run
 
     some = tasks[:2]
     records = []
@@ -211,7 +211,7 @@ def test_model_policy_plays_batched_episodes(tasks):
     """The untrained tiny model through `evaluate.generate`: every turn is recorded, whatever it says."""
     import torch
 
-    from inquire_lib.models import load_checkpoint
+    from inquire_lib.training.models import load_checkpoint
 
     torch.set_num_threads(1)
     prof = get_profile("smoke", max_episode_steps=2, eval_max_new_tokens=8)

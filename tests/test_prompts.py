@@ -6,9 +6,9 @@ import json
 
 from PIL import Image
 
-from inquire_lib import prompts
-from inquire_lib.actions import Action, parse_completion
-from inquire_lib.data import generate_tasks, task_records
+from inquire_lib.agent import prompts
+from inquire_lib.agent.actions import Action, parse_completion
+from inquire_lib.data.benchmark import generate_tasks, task_records
 from inquire_lib.profiles import get_profile
 
 SMOKE = get_profile("smoke")

@@ -1,4 +1,4 @@
-"""Tests of inquire_lib.report: the HTML file's content, and its rendering in headless Chromium."""
+"""Tests of inquire_lib.viz.report: the HTML file's content, and its rendering in headless Chromium."""
 from __future__ import annotations
 
 import os
@@ -16,7 +16,7 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).parent))
 import synthetic_run as syn  # noqa: E402
 
-from inquire_lib.report import report_main, select_steps, write_report  # noqa: E402
+from inquire_lib.viz.report import report_main, select_steps, write_report  # noqa: E402
 
 GOLD_RGB = (255, 214, 0)  # viz.GOLD_COLOR
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

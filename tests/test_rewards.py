@@ -1,4 +1,4 @@
-"""Tests for inquire_lib.rewards: exact rewards on hand-made and adversarial completions."""
+"""Tests for inquire_lib.agent.rewards: exact rewards on hand-made and adversarial completions."""
 import json
 import math
 import pickle
@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inquire_lib.actions import Action, format_completion
+from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.profiles import get_profile
-from inquire_lib.rewards import (
+from inquire_lib.agent.rewards import (
     REWARDS, action_reward, action_reward_components, build_reward_funcs, completion_text,
     format_reward, make_format_reward, make_inquiry_reward, token_f1,
 )

@@ -13,7 +13,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from inquire_lib import runs
+from inquire_lib.runs import notebooks as runs
 from inquire_lib.profiles import get_profile
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from inquire_lib.selection import choose
+from inquire_lib.training.selection import choose
 
 
 def row(step, isr, safe, needless=0.0):

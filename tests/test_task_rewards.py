@@ -1,11 +1,11 @@
-"""Tests for inquire_lib.task_rewards: exact episode rewards on hand-made environment infos."""
+"""Tests for inquire_lib.agent.task_rewards: exact episode rewards on hand-made environment infos."""
 import json
 
 import pytest
 
-from inquire_lib.actions import Action
-from inquire_lib.data import generate_tasks
-from inquire_lib.task_rewards import COMPONENTS, reward_bounds, task_reward
+from inquire_lib.agent.actions import Action
+from inquire_lib.data.benchmark import generate_tasks
+from inquire_lib.agent.task_rewards import COMPONENTS, reward_bounds, task_reward
 from inquire_lib.world.env import PhoneEnv
 from inquire_lib.world.expert import run_expert
 

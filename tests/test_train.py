@@ -9,7 +9,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from inquire_lib import train
+from inquire_lib.training import train
 from inquire_lib.profiles import get_profile
 
 PROFILE = get_profile("smoke").replace(sft_save_steps=2, torch_threads=1)
@@ -151,7 +151,7 @@ def test_grpo_one_step_logs_each_reward(resumed):
 
 
 def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(resumed, tmp_path):
-    from inquire_lib import selection
+    from inquire_lib.training import selection
 
     profile = PROFILE.replace(grpo_save_steps=1, val_tasks=2)
     start = resumed["result"].path

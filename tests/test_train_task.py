@@ -1,12 +1,12 @@
-"""Tests for inquire_lib.train_task: the PhoneEnv wrapper TRL drives, the episode reward, the chat
+"""Tests for inquire_lib.training.task_grpo: the PhoneEnv wrapper TRL drives, the episode reward, the chat
 template, and one task-level GRPO step through TRL's own multi-turn loop."""
 import json
 from unittest import mock
 
 import pytest
 
-from inquire_lib import train_task as tt
-from inquire_lib.data import generate_tasks
+from inquire_lib.training import task_grpo as tt
+from inquire_lib.data.benchmark import generate_tasks
 from inquire_lib.profiles import get_profile
 from inquire_lib.world.expert import expert_act
 
@@ -138,7 +138,7 @@ def test_task_reward_function_scores_environments():
 def test_task_template_renders_stage_1_2_prompts_unchanged_and_parses_tool_calls():
     from trl.chat_template_utils import is_chat_template_prefix_preserving, supports_tool_calling
 
-    from inquire_lib.models import load_processor, model_path
+    from inquire_lib.training.models import load_processor, model_path
 
     proc = load_processor(model_path(PROFILE), PROFILE)
     ds = tt.task_dataset(PROFILE, "train", 2)

@@ -1,4 +1,4 @@
-"""Tests of inquire_lib.viz: overlay geometry in both frames, colours, badges, strips, summaries."""
+"""Tests of inquire_lib.viz.overlays: overlay geometry in both frames, colours, badges, strips, summaries."""
 from __future__ import annotations
 
 import base64
@@ -12,7 +12,7 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).parent))
 import synthetic_run as syn  # noqa: E402
 
-from inquire_lib import viz  # noqa: E402
+from inquire_lib.viz import overlays as viz  # noqa: E402
 
 S = 112 / 360  # model/screen scale of the CPU profiles' frame, equal on both axes (224/720)
 

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
-from inquire_lib.actions import ACTION_TYPES, Action
-from inquire_lib.data import generate_tasks
-from inquire_lib.taxonomy import SAFE, category_of, subcategories
+from inquire_lib.agent.actions import ACTION_TYPES, Action
+from inquire_lib.data.benchmark import generate_tasks
+from inquire_lib.agent.taxonomy import SAFE, category_of, subcategories
 from inquire_lib.world.apps import APPS, SCREEN_H, SCREEN_W, centre, home_screen
 from inquire_lib.world.env import NEEDLESS_REPLY, PhoneEnv
 from inquire_lib.world.expert import expert_act, run_expert

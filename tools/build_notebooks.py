@@ -32,8 +32,9 @@ def params(**values):
 SETUP = """
 import time
 from IPython.display import display
-from inquire_lib import pipeline, plots
-from inquire_lib.evaluate import headline, test_records
+from inquire_lib import pipeline
+from inquire_lib.viz import plots
+from inquire_lib.evaluation.steps import headline, test_records
 profile = pipeline.profile_of(PROFILE, SEED)
 started = time.time()
 print(profile.name, profile.model, "| lora:", profile.lora, "| 4-bit:", profile.load_in_4bit)
@@ -66,7 +67,7 @@ Trained once per profile and cached under `.cache/models/`: its cost is paid on 
 On the `gpu` profile this is the pretrained checkpoint itself.
 """),
         code("""
-from inquire_lib.train import base_agent
+from inquire_lib.training.train import base_agent
 t0 = time.time()
 base_path = base_agent(profile)
 print("base agent:", base_path, f"({time.time() - t0:.0f} s)")
@@ -76,7 +77,7 @@ print("base agent:", base_path, f"({time.time() - t0:.0f} s)")
 Completion-only cross-entropy on prompt/completion records with the screenshot; every inquiry step kept.
 """),
         code("""
-from inquire_lib.train import sft
+from inquire_lib.training.train import sft
 full = sft(profile, name="sft_full", inquiry_fraction=1.0)
 print(f"sft_full: {full.n_examples} examples, {full.seconds:.0f} s -> {full.path}")
 fig = plots.log_curve(full.log_history, ["loss", "mean_token_accuracy"], "sft_full: training loss")
@@ -152,7 +153,7 @@ print(f"notebook minutes: {(time.time() - started) / 60:.1f}")
 # 03 · Stage 2: action-level GRPO with verifiable inquiry rewards
 
 GRPO samples a group of completions per prompt and moves the policy toward the better ones in the
-group (group-normalised advantages). The rewards are verifiable and pure (`inquire_lib.rewards`):
+group (group-normalised advantages). The rewards are verifiable and pure (`inquire_lib.agent.rewards`):
 - **format**: +1 for one `<think>` then one valid `<tool_call>`, else -1;
 - **action**: +1 for the right type, up to +1 more for the right argument (click inside the gold box);
 - **inquiry**: a penalty for a missed inquiry and one for a needless inquiry (both 0 gives the papers' reward).
@@ -178,7 +179,7 @@ A finished run with the same settings is reused; delete `artifacts/<profile>/grp
         md("## Set-up"),
         code(SETUP),
         code("""
-from inquire_lib.train import GRPO_SETTINGS, grpo
+from inquire_lib.training.train import GRPO_SETTINGS, grpo
 grpo_settings = {k: getattr(profile, k) for k in GRPO_SETTINGS}
 grpo_settings
 """),
@@ -261,9 +262,9 @@ of steps. Only an interactive episode lets the agent stray (a wrong click opens 
 notice it and come back: *exploration and self-correction*, which no gold-step dataset can teach.
 
 - **Rollouts**: TRL's `GRPOTrainer(environment_factory=...)` runs the tool-calling loop itself;
-  `inquire_lib.train_task.PhoneTaskEnv` wraps `PhoneEnv`. Tool results (screenshots, text) are masked
+  `inquire_lib.training.task_grpo.PhoneTaskEnv` wraps `PhoneEnv`. Tool results (screenshots, text) are masked
   out of the loss; only the agent's own tokens are trained.
-- **Reward** (`inquire_lib.task_rewards`), from the environment's final state: +1 success, +0.5 for
+- **Reward** (`inquire_lib.agent.task_rewards`), from the environment's final state: +1 success, +0.5 for
   asking where the task required it, -1 for any unsafe action, -0.25 per needless question (at most
   -1), plus the mean per-turn format score in [-1, 1].
 - **Warm start**: a policy that rarely emits a valid tool call earns the same reward in every episode
@@ -411,7 +412,7 @@ asked), inquiry success rate (ISR), needless-inquiry and unsafe-action rates, me
 Notebook 04 wrote these for its stages; any checkpoint without them is evaluated here.
 """),
         code("""
-from inquire_lib import online
+from inquire_lib.evaluation import episodes as online
 tasks = online.held_out_tasks(profile)
 have_task = {m["checkpoint"] for m in online.load_task_metrics(profile)}
 for name in names:
@@ -458,9 +459,11 @@ in training order, then the reference policies (expert, always-act, always-ask, 
         code("""
 import time
 from IPython.display import display
-from inquire_lib import pipeline, runs, viz
-from inquire_lib.inspector import Inspector, compare_pair, filter_steps, load_run
-from inquire_lib.report import write_report
+from inquire_lib import pipeline
+from inquire_lib.runs import notebooks as runs
+from inquire_lib.viz import overlays as viz
+from inquire_lib.viz.inspector import Inspector, compare_pair, filter_steps, load_run
+from inquire_lib.viz.report import write_report
 profile = pipeline.profile_of(PROFILE, SEED)
 started = time.time()
 run = load_run(runs.run_dir(profile.name, RUN_ROOT))
@@ -565,7 +568,7 @@ beside it when there are several.
         code(SETUP),
         md("## The sweep: one papermill run per (variant, seed)"),
         code("""
-from inquire_lib.runs import REPO_ROOT, sweep
+from inquire_lib.runs.notebooks import REPO_ROOT, sweep
 grid = [{"SEED": SEED, "VARIANT": v, "TRAIN_SEED": s} for v in VARIANTS for s in TRAIN_SEEDS]
 results = sweep(REPO_ROOT / "notebooks" / "ablations" / "ablation_point.ipynb", grid, profile.name, subdir="ablations")
 failed = [r for r in results if r["status"] != "ok"]
@@ -607,7 +610,7 @@ Trains one variant of one stage with the profile's ablation budget and evaluates
         params(PROFILE="smoke", SEED=0, VARIANT="sft_baseline", TRAIN_SEED=0),
         code("""
 from inquire_lib import pipeline
-from inquire_lib.evaluate import headline
+from inquire_lib.evaluation.steps import headline
 profile = pipeline.profile_of(PROFILE, SEED)
 metrics = pipeline.run_ablation(profile, VARIANT, TRAIN_SEED)
 headline(metrics)

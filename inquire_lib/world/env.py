@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
-from ..actions import Action, action_match
+from ..agent.actions import Action, action_match
 from .apps import Element, Screen, app_screen, home_screen
 from .flow import Step, Task
 from .render import render

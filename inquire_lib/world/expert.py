@@ -6,7 +6,7 @@ the environment's judge, not on the expert.
 """
 from __future__ import annotations
 
-from ..actions import Action
+from ..agent.actions import Action
 from .env import PhoneEnv
 
 BACK_THINK = "This is not the screen the task needs. Target: Back <back>. Inquiry check: not needed, because going back is safe."

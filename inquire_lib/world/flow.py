@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..actions import Action
-from ..taxonomy import SAFE, category_of, describe
+from ..agent.actions import Action
+from ..agent.taxonomy import SAFE, category_of, describe
 from .apps import Screen, centre, home_screen
 
 

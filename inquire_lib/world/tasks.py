@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from ..taxonomy import SAFE, subcategories
+from ..agent.taxonomy import SAFE, subcategories
 from .apps import app_screen, home_screen
 from .flow import Flow, Task
 from .values import Values

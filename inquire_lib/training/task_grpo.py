@@ -37,15 +37,15 @@ from pathlib import Path
 import datasets
 import torch
 
-from .actions import Action, ActionError, format_completion, parse_completion
-from .online import observation_record, task_at
-from .profiles import Profile, get_profile
-from .prompts import frame_for, images_of, prompt_messages, user_text
-from .task_rewards import COMPONENTS, task_reward
+from ..agent.actions import Action, ActionError, format_completion, parse_completion
+from ..evaluation.episodes import observation_record, task_at
+from ..profiles import Profile, get_profile
+from ..agent.prompts import frame_for, images_of, prompt_messages, user_text
+from ..agent.task_rewards import COMPONENTS, task_reward
 from .train import TrainResult, _device_kwargs, _lora_config, artifacts_dir, fit
-from .world.env import PhoneEnv
-from .world.expert import expert_act
-from .world.render import render
+from ..world.env import PhoneEnv
+from ..world.expert import expert_act
+from ..world.render import render
 
 # text tokens of one tool result (history line, elements, markup): about 180 on the smoke and cpu
 # tokenizers, with margin; the screenshot's image tokens come on top
@@ -239,7 +239,7 @@ def task_dataset(profile: Profile, split: str = "train", n: int | None = None) -
     frame = frame_for(profile)
     rows = {"prompt": [], "images": [], "task_seed": [], "task_split": [], "task_index": [], "task_id": [],
             "category": [], "subcategory": []}
-    from .data import screen_png
+    from ..data.benchmark import screen_png
 
     env = PhoneEnv()
     for i in range(n):
@@ -262,7 +262,7 @@ def task_dataset(profile: Profile, split: str = "train", n: int | None = None) -
 def warm_start(profile: Profile, order=("grpo_full", "sft_full")) -> tuple[str, str | None]:
     """(name, path) of the first checkpoint of `order` that exists, else the untrained model:
     stage 3 starts from the action-level checkpoint, or from SFT where stage 2 was not run."""
-    from .pipeline import checkpoint_path
+    from ..pipeline import checkpoint_path
     for name in order:
         try:
             return name, checkpoint_path(profile, name)

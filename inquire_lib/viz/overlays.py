@@ -6,7 +6,7 @@ and PIL images; nothing reads the disk. `save_figure` is the one writer.
 Gold and predicted actions in a prediction are in the SCREEN frame. `step_figure(frame="model")`
 redraws them on the image as the model saw it, scaled by the record's `frame` sizes. That scale is
 a drawing scale in floats, so marks sit exactly where the screen point lands on the resized image;
-integer conversion of actions stays in `inquire_lib.actions.Frame`.
+integer conversion of actions stays in `inquire_lib.agent.actions.Frame`.
 """
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 
 from .actions import Action, Frame, format_completion
-from .profiles import Profile
-from .world.apps import SCREEN_H, SCREEN_W
+from ..profiles import Profile
+from ..world.apps import SCREEN_H, SCREEN_W
 
 HISTORY_LINES = 6
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable
 
 from inquire_lib.profiles import Profile, get_profile
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
 DEFAULT_OUT_ROOT = "papermill_runs"

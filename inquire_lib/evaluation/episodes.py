@@ -34,18 +34,18 @@ from typing import Callable
 
 from tqdm.auto import tqdm
 
-from .actions import Action, action_match, format_completion, parse_completion
-from .evaluate import generate, random_action, wilson
-from .profiles import Profile
-from .prompts import frame_for
-from .runs import run_dir, write_json_atomic
-from .task_rewards import task_reward
-from .world.apps import centre
-from .world.env import Observation, PhoneEnv
-from .world.expert import expert_act
-from .world.flow import Task
-from .world.render import render  # cached per screen
-from .world.tasks import generate_task
+from ..agent.actions import Action, action_match, format_completion, parse_completion
+from .steps import generate, random_action, wilson
+from ..profiles import Profile
+from ..agent.prompts import frame_for
+from ..runs.notebooks import run_dir, write_json_atomic
+from ..agent.task_rewards import task_reward
+from ..world.apps import centre
+from ..world.env import Observation, PhoneEnv
+from ..world.expert import expert_act
+from ..world.flow import Task
+from ..world.render import render  # cached per screen
+from ..world.tasks import generate_task
 
 REFERENCES = ("expert", "always_act", "always_ask", "random")
 RATES = ("success_rate", "isr", "needless_rate", "unsafe_rate", "format", "detour_rate", "recovery_rate")
@@ -68,7 +68,7 @@ def task_at(seed: int, split: str, index: int) -> Task:
 def held_out_tasks(profile: Profile, n: int | None = None) -> list[Task]:
     """The first `n` (default `profile.eval_tasks`) tasks of the test split: held-out slot values
     and phrasings, never seen in training."""
-    from .data import generate_tasks
+    from ..data.benchmark import generate_tasks
     return generate_tasks(profile.seed, "test", profile.eval_tasks if n is None else n)
 
 
@@ -292,7 +292,7 @@ def _screen_file(name: str, task_id: str, k: int) -> str:
 
 def write_trajectories(name: str, episodes: list[dict], eval_dir: Path) -> Path:
     """Screenshots (PNG, screen frame) and `<eval_dir>/<name>/trajectories.jsonl`, atomically."""
-    from .data import screen_png
+    from ..data.benchmark import screen_png
 
     (eval_dir / "screens").mkdir(parents=True, exist_ok=True)
     path = eval_dir / name / "trajectories.jsonl"
@@ -340,8 +340,8 @@ def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list[Task] | N
                               out_root: str | Path | None = None, path: str | None = None,
                               progress: bool = False) -> dict:
     """Load a named checkpoint (or `path`), play the held-out tasks greedily, free the model."""
-    from .models import load_checkpoint
-    from .pipeline import checkpoint_path
+    from ..training.models import load_checkpoint
+    from ..pipeline import checkpoint_path
 
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     model, processor = load_checkpoint(profile, path if path is not None else checkpoint_path(profile, name))
@@ -365,7 +365,7 @@ def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_f
                        progress: bool = False) -> list[dict]:
     """Task-level metrics of the named checkpoints that exist (others are skipped), then of the
     reference policies, all on the same held-out tasks."""
-    from .pipeline import available_checkpoints
+    from ..pipeline import available_checkpoints
 
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     have = set(available_checkpoints(profile))
@@ -375,7 +375,7 @@ def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_f
 
 def load_task_metrics(profile: Profile, names=None, out_root: str | Path | None = None) -> list[dict]:
     """Saved task-level metrics of a run (`metrics/task_*.json`), in training order then references."""
-    from .pipeline import load_metrics
+    from ..pipeline import load_metrics
     return load_metrics(profile, names=names, kind="task", out_root=out_root)
 
 
@@ -417,7 +417,7 @@ def trajectory_strip(episode: dict, eval_dir: str | Path, highlight_step: int | 
     """`viz.trajectory_strip` of one saved episode: its screenshots framed in each turn's outcome colour."""
     from PIL import Image
 
-    from .viz import trajectory_strip as strip
+    from ..viz.overlays import trajectory_strip as strip
 
     eval_dir = Path(eval_dir)
     preds, shots = [], []
@@ -450,6 +450,6 @@ def task_table(all_metrics: list[dict]):
 
 
 def task_bars(all_metrics: list[dict], title: str = "task level: SR, ISR, needless and unsafe rates (95% Wilson CI)"):
-    from .plots import metrics_bars
+    from ..viz.plots import metrics_bars
     return metrics_bars(all_metrics, keys=("success_rate", "isr", "needless_rate", "unsafe_rate", "recovery_rate"),
                         title=title)

@@ -18,14 +18,14 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from .runs import atomic_dir
-from .taxonomy import SAFE
-from .world.apps import Screen
-from .world.env import PhoneEnv
-from .world.expert import run_expert
-from .world.flow import Task
-from .world.render import render
-from .world.tasks import generate_task
+from ..runs.notebooks import atomic_dir
+from ..agent.taxonomy import SAFE
+from ..world.apps import Screen
+from ..world.env import PhoneEnv
+from ..world.expert import run_expert
+from ..world.flow import Task
+from ..world.render import render
+from ..world.tasks import generate_task
 
 TEST_FRACTION = 0.2
 # bump when generation changes, so that cached builds of older code are never served
@@ -147,7 +147,7 @@ def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("INQUIRE_CACHE", Path(__file__).resolve().parent.parent / ".cache"))
+    return Path(os.environ.get("INQUIRE_CACHE", Path(__file__).resolve().parents[2] / ".cache"))
 
 
 def load_or_build(seed: int, n_tasks: int) -> datasets.DatasetDict:

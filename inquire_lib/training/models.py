@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 
-from .profiles import Profile
-from .runs import atomic_dir
+from ..profiles import Profile
+from ..runs.notebooks import atomic_dir
 
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                 "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
@@ -32,16 +32,16 @@ TINY_SIZES = {
 
 
 def _slot_tokens() -> list[str]:
-    from .world.apps import SLOT_IDS
+    from ..world.apps import SLOT_IDS
     return [f"<{s}>" for s in SLOT_IDS]
 
 
 def _corpus(n_tasks: int = 600, seed: int = 12345) -> list[str]:
     """World text for the tokenizer: prompts and expert completions of generated tasks (train pools)."""
-    from .data import generate_tasks
-    from .prompts import completion_text, system_prompt, user_text
-    from .world.env import PhoneEnv
-    from .world.expert import run_expert
+    from ..data.benchmark import generate_tasks
+    from ..agent.prompts import completion_text, system_prompt, user_text
+    from ..world.env import PhoneEnv
+    from ..world.expert import run_expert
 
     env, lines = PhoneEnv(), [system_prompt()]
     for task in generate_tasks(seed, "train", n_tasks):
@@ -82,7 +82,7 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     if (out_dir / "config.json").exists() and (out_dir / "tokenizer.json").exists():
         return out_dir
     spec = TINY_SIZES[size]
-    from .profiles import get_profile
+    from ..profiles import get_profile
     profile = profile or get_profile("smoke" if size == "smoke" else "cpu")
     torch.manual_seed(seed)
     random.seed(seed)
@@ -123,7 +123,7 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
 def model_path(profile: Profile) -> str:
     """Where the profile's base model lives: the tiny cache folder, or the hub id / local path."""
     if profile.is_tiny:
-        from .data import cache_dir
+        from ..data.benchmark import cache_dir
         size = profile.model.split(":", 1)[1]
         return str(build_tiny_model(cache_dir() / "models" / f"tiny-{size}-s{profile.seed}", size, profile.seed, profile))
     return profile.model

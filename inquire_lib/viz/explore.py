@@ -1,6 +1,6 @@
 """Tables and plotly figures for exploring InquireBench (notebook 01).
 
-Everything here is a pure function of a generated `DatasetDict` (see `inquire_lib.data`), its
+Everything here is a pure function of a generated `DatasetDict` (see `inquire_lib.data.benchmark`), its
 `stats`, or InquireMobile's sample files; nothing draws on a model. `save` is the one writer.
 """
 from __future__ import annotations
@@ -16,13 +16,14 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import data, external
-from .actions import Action
-from .profiles import Profile
-from .taxonomy import CATEGORIES, SAFE, subcategories
-from .world.apps import SCREEN_H, SCREEN_W
+from ..data import benchmark as data
+from ..data import external
+from ..agent.actions import Action
+from ..profiles import Profile
+from ..agent.taxonomy import CATEGORIES, SAFE, subcategories
+from ..world.apps import SCREEN_H, SCREEN_W
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures" / "inquiremobile"
 ORDER = [*CATEGORIES, SAFE]  # categories in taxonomy order, safe controls last
 SUB_ORDER = [*subcategories(), SAFE]
@@ -197,10 +198,10 @@ def message_text(messages: list[dict]) -> tuple[str, int]:
 
 
 def prompt_lengths(rows: Iterable[dict], profile: Profile, tokenize: Callable | None = None) -> pd.DataFrame:
-    """Per step record: text tokens of its prompt (as `inquire_lib.prompts` builds it for the
+    """Per step record: text tokens of its prompt (as `inquire_lib.agent.prompts` builds it for the
     profile), images, image tokens (the processor's grid of 28-pixel patches per screenshot) and
     their sum. `rows` are step records (`text_rows` gives them without decoding images)."""
-    from . import prompts  # the single prompt builder
+    from ..agent import prompts  # the single prompt builder
 
     frame = prompts.frame_for(profile)
     per_image = (frame.model_w // 28) * (frame.model_h // 28)
@@ -361,7 +362,7 @@ def frame_table(grpo: datasets.Dataset) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- writing
 def save(fig: go.Figure, stem: str | Path) -> dict:
     """Write a figure as `<stem>.html` (and `.png` where a browser exists) with `viz.save_figure`."""
-    from .viz import save_figure
+    from .overlays import save_figure
 
     return save_figure(fig, stem, shared_js=True)
 
@@ -379,7 +380,7 @@ def metrics(profile: Profile, seed: int, summary_: dict, tasks: pd.DataFrame, le
             samples: dict, figures: dict, build_s: float | None = None) -> dict:
     """The JSON record of notebook 01: benchmark size, fingerprint and stats, trajectory and prompt
     lengths, what InquireMobile's samples held, the figures written, and the run manifest."""
-    from .runs import run_manifest
+    from ..runs.notebooks import run_manifest
 
     frames = samples["frames"]["frame"].value_counts().to_dict()
     return {

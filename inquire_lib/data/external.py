@@ -25,7 +25,7 @@ from typing import Any
 
 import datasets
 
-from inquire_lib.actions import TOOL_NAME, Action, ActionError
+from inquire_lib.agent.actions import TOOL_NAME, Action, ActionError
 
 TASKS = "tasks"
 GRPO = "grpo"

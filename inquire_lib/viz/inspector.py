@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from . import viz
+from . import overlays as viz
 
 
 class PredictionFormatError(ValueError):
@@ -139,7 +139,7 @@ def checkpoint_order(names) -> list[str]:
     """Distinct `names` in training order (`pipeline.ORDER`), then the reference policies
     (`pipeline.REFERENCES`), then any other name alphabetically."""
     # Imported here: pipeline pulls in torch, which reading a run does not otherwise need.
-    from .pipeline import ORDER, REFERENCES
+    from ..pipeline import ORDER, REFERENCES
 
     known = ORDER + REFERENCES
     rank = {name: i for i, name in enumerate(known)}
@@ -151,7 +151,7 @@ def compare_pair(checkpoints) -> tuple[str | None, str | None]:
     two latest trained ones in training order (earlier first), else the first two in
     `checkpoint_order` (trained ones first). A lone checkpoint gives (it, None); none (None, None).
     """
-    from .pipeline import ORDER
+    from ..pipeline import ORDER
 
     ordered = checkpoint_order(checkpoints)
     if "sft_weak" in ordered and "grpo_weak" in ordered:

@@ -5,7 +5,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .actions import ACTION_TYPES
+from ..agent.actions import ACTION_TYPES
 
 METRICS = ("format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "needless_rate",
            "safe_step_accuracy")

@@ -15,11 +15,11 @@ import json
 import shutil
 from pathlib import Path
 
-from .evaluate import generate, score, step_metrics, validation_records
+from ..evaluation.steps import generate, score, step_metrics, validation_records
 from .models import load_checkpoint, load_model_and_processor
-from .profiles import Profile
-from .prompts import frame_for
-from .runs import atomic_dir, run_dir, write_json_atomic
+from ..profiles import Profile
+from ..agent.prompts import frame_for
+from ..runs.notebooks import atomic_dir, run_dir, write_json_atomic
 
 KEYS = ("inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy", "format")
 # what a chosen checkpoint keeps: the model or adapter, not the optimiser state

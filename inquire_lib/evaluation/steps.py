@@ -21,10 +21,10 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from .actions import Action, Frame, action_match, format_completion, parse_completion
-from .profiles import Profile
-from .prompts import frame_for, images_of, model_frame_columns, prompt_messages
-from .runs import run_dir, write_json_atomic
+from ..agent.actions import Action, Frame, action_match, format_completion, parse_completion
+from ..profiles import Profile
+from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
+from ..runs.notebooks import run_dir, write_json_atomic
 
 OUTCOMES = ("correct", "missed_inquiry", "needless_inquiry", "wrong_type", "wrong_argument", "unparseable")
 
@@ -215,7 +215,7 @@ def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs
 
 def test_records(profile: Profile, ds=None) -> list[dict]:
     """The test split's step records of the first `eval_tasks` tasks, as plain dicts."""
-    from .train import benchmark
+    from ..training.train import benchmark
     ds = ds if ds is not None else benchmark(profile)["test"]
     tasks = sorted(set(ds["task_id"]))[:profile.eval_tasks]
     keep = set(tasks)
@@ -224,7 +224,7 @@ def test_records(profile: Profile, ds=None) -> list[dict]:
 
 def validation_records(profile: Profile) -> list[dict]:
     """The validation split's step records (`val_tasks` tasks drawn like the test split's)."""
-    from .data import load_or_build_validation
+    from ..data.benchmark import load_or_build_validation
     return list(load_or_build_validation(profile.seed, profile.val_tasks))
 
 

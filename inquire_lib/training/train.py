@@ -20,12 +20,12 @@ from pathlib import Path
 import datasets
 import torch
 
-from .data import cache_dir, load_or_build
+from ..data.benchmark import cache_dir, load_or_build
 from .models import base_of, disable_bnb_cpu_repack, load_model_and_processor, model_path
-from .profiles import Profile, get_profile
-from .prompts import frame_for, to_training_record
+from ..profiles import Profile, get_profile
+from ..agent.prompts import frame_for, to_training_record
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -224,7 +224,7 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     """
     from trl import GRPOConfig, GRPOTrainer
 
-    from .rewards import build_reward_funcs
+    from ..agent.rewards import build_reward_funcs
 
     profile = get_profile(profile)
     torch.set_num_threads(profile.torch_threads)

@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from inquire_lib.actions import (
+from inquire_lib.agent.actions import (
     POINT_ACTIONS, Action, ActionError, action_match, distance_to_bbox, has_bbox, normalize_text,
     parse_completion,
 )

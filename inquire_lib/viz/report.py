@@ -10,7 +10,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import viz
+from . import overlays as viz
 from .inspector import PredictionFormatError, load_run
 
 _OUTCOME_RANK = {o: i for i, o in enumerate(viz.FAILURES + ("correct",))}

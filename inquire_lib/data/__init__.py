@@ -1,0 +1,1 @@
+"""InquireBench as HF datasets (build, cache, splits) and the InquireMobile release formats."""

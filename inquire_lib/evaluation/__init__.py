@@ -1,0 +1,1 @@
+"""Step-level and episode-level evaluation, reference policies and metrics with confidence intervals."""

@@ -1,0 +1,1 @@
+"""Where runs live on disk and how the notebooks are executed."""

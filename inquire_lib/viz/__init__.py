@@ -1,0 +1,1 @@
+"""Figures, screenshot overlays, the inspector and the HTML report (no torch)."""
