@@ -13,8 +13,9 @@ from pathlib import Path
 from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs, test_records
 from .training.models import load_checkpoint
 from .profiles import Profile, get_profile
-from .runs.notebooks import REPO_ROOT, run_dir, run_manifest, write_json_atomic
-from .training.train import artifacts_dir, base_agent
+from .runs.notebooks import run_manifest
+from .runs.paths import artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
+from .training.train import base_agent
 
 REFERENCES = ("expert", "always_act", "always_ask", "random")
 # training order, for tables
@@ -77,14 +78,6 @@ def load_metrics(profile: Profile, names=None, kind: str = "step", out_root=None
 def load_predictions(profile: Profile, name: str, out_root=None) -> list[dict]:
     path = run_dir(profile.name, out_root) / "eval" / name / "step_predictions.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def figures_dir(profile: Profile) -> Path:
-    """figures/<profile>/ in the repo, or under $INQUIRE_FIGURES (tests point it elsewhere)."""
-    import os
-    path = Path(os.environ.get("INQUIRE_FIGURES", REPO_ROOT / "figures")) / profile.name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def save_fig(fig, profile: Profile, name: str) -> dict:

@@ -10,8 +10,9 @@ import pytest
 
 from inquire_lib import cli
 from inquire_lib.data.benchmark import fingerprint
+from inquire_lib.data.external import SAMPLES_DIR
 
-FIXTURES = Path(__file__).parent / "fixtures" / "inquiremobile"
+FIXTURES = SAMPLES_DIR
 TASKS = FIXTURES / "tasks_en.sample.jsonl"
 GRPO = FIXTURES / "interactive_grpo.sample.jsonl"
 

@@ -9,6 +9,7 @@ import pytest
 
 from inquire_lib.data.external import (
     FRAMES,
+    SAMPLES_DIR,
     RecordError,
     detect_frame,
     load_inquiremobile_grpo,
@@ -17,7 +18,7 @@ from inquire_lib.data.external import (
     validate_main,
 )
 
-FIX = Path(__file__).parent / "fixtures" / "inquiremobile"
+FIX = SAMPLES_DIR
 TASKS = FIX / "tasks_en.sample.jsonl"
 GRPO = FIX / "interactive_grpo.sample.jsonl"
 

@@ -18,7 +18,7 @@ import pytest
 from inquire_lib.runs import notebooks as runs
 from inquire_lib.pipeline import REFERENCES
 
-COPIED = ("inquire_lib", "notebooks", "tests/fixtures")
+COPIED = ("inquire_lib", "notebooks")
 RATES = ("format", "type_accuracy", "step_accuracy", "inquiry_recall", "inquiry_precision", "needless_rate",
          "click_in_bbox", "safe_step_accuracy")
 

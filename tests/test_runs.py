@@ -4,13 +4,11 @@ from __future__ import annotations
 import datetime as dt
 import importlib.metadata
 import json
-import math
 import platform
 import subprocess
 from pathlib import Path
 
 import nbformat
-import numpy as np
 import pytest
 
 from inquire_lib.runs import notebooks as runs
@@ -155,17 +153,3 @@ def test_run_manifest_fields():
     assert m["packages"]["transformers"] == importlib.metadata.version("transformers")
     assert m["git_sha"] is None or len(m["git_sha"]) == 40
     dt.datetime.fromisoformat(m["created"])
-
-
-def test_write_json_atomic(tmp_path: Path):
-    path = tmp_path / "sub" / "m.json"
-    obj = {"a": (1, 2), "nan": math.nan, "inf": -math.inf, "np": np.float32(0.5),
-           "arr": np.arange(3), "p": Path("x/y"), "n": None}
-    assert runs.write_json_atomic(path, obj) == path
-    assert json.loads(path.read_text()) == {"a": [1, 2], "nan": None, "inf": None, "np": 0.5,
-                                            "arr": [0, 1, 2], "p": "x/y", "n": None}
-    before = path.read_text()
-    with pytest.raises(TypeError, match=r"\$\.bad.*object"):
-        runs.write_json_atomic(path, {"bad": object()})
-    assert path.read_text() == before  # the old file survives a failed write
-    assert sorted(p.name for p in path.parent.iterdir()) == ["m.json"]  # no temp files left

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 import random
 from collections import Counter
 from functools import lru_cache
@@ -18,7 +17,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from ..runs.notebooks import atomic_dir
+from ..runs.paths import atomic_dir, cache_dir
 from ..agent.taxonomy import SAFE
 from ..world.apps import Screen
 from ..world.env import PhoneEnv
@@ -144,10 +143,6 @@ def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
         dd.save_to_disk(str(tmp))
         (tmp / "inquirebench.json").write_text(json.dumps({"fingerprint": fingerprint(dd), "stats": stats(dd)}, indent=1))
     return Path(out)
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("INQUIRE_CACHE", Path(__file__).resolve().parents[2] / ".cache"))
 
 
 def load_or_build(seed: int, n_tasks: int) -> datasets.DatasetDict:

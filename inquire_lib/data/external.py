@@ -29,6 +29,8 @@ from inquire_lib.agent.actions import TOOL_NAME, Action, ActionError
 
 TASKS = "tasks"
 GRPO = "grpo"
+# real-format records of the InquireMobile release, shipped with the package (notebook 01 shows them)
+SAMPLES_DIR = Path(__file__).resolve().parent / "samples" / "inquiremobile"
 
 # Raw category values of the released tasks; InquireMobile spells the intent category "intension".
 TASK_CATEGORIES = ("risk", "privacy", "intension", "uncertainty", "combination")

@@ -38,7 +38,7 @@ from ..agent.actions import Action, action_match, format_completion, parse_compl
 from .steps import generate, random_action, wilson
 from ..profiles import Profile
 from ..agent.prompts import frame_for
-from ..runs.notebooks import run_dir, write_json_atomic
+from ..runs.paths import atomic_path, eval_dir, run_dir, write_json_atomic, write_jsonl_atomic
 from ..agent.task_rewards import task_reward
 from ..world.apps import centre
 from ..world.env import Observation, PhoneEnv
@@ -295,23 +295,17 @@ def write_trajectories(name: str, episodes: list[dict], eval_dir: Path) -> Path:
     from ..data.benchmark import screen_png
 
     (eval_dir / "screens").mkdir(parents=True, exist_ok=True)
-    path = eval_dir / name / "trajectories.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w") as fh:
-        for ep in episodes:
-            steps = []
-            for st in ep["steps"]:
-                rel = _screen_file(name, ep["task_id"], st["step"])
-                png = eval_dir / rel
-                png_tmp = png.with_suffix(".png.tmp")
-                png_tmp.write_bytes(screen_png(st["screen"])["bytes"])
-                png_tmp.replace(png)
-                steps.append({"screenshot": rel, "screen_title": f"{st['screen'].app} / {st['screen'].title}",
-                              **{k: v for k, v in st.items() if k != "screen"}})
-            fh.write(json.dumps({"checkpoint": name, **ep, "steps": steps}) + "\n")
-    tmp.replace(path)
-    return path
+    rows = []
+    for ep in episodes:
+        steps = []
+        for st in ep["steps"]:
+            rel = _screen_file(name, ep["task_id"], st["step"])
+            with atomic_path(eval_dir / rel) as tmp:
+                tmp.write_bytes(screen_png(st["screen"])["bytes"])
+            steps.append({"screenshot": rel, "screen_title": f"{st['screen'].app} / {st['screen'].title}",
+                          **{k: v for k, v in st.items() if k != "screen"}})
+        rows.append({"checkpoint": name, **ep, "steps": steps})
+    return write_jsonl_atomic(eval_dir / name / "trajectories.jsonl", rows)
 
 
 def evaluate_tasks(name: str, policy: Policy, tasks: list[Task], profile: Profile,
@@ -377,11 +371,6 @@ def load_task_metrics(profile: Profile, names=None, out_root: str | Path | None 
     """Saved task-level metrics of a run (`metrics/task_*.json`), in training order then references."""
     from ..pipeline import load_metrics
     return load_metrics(profile, names=names, kind="task", out_root=out_root)
-
-
-def eval_dir(profile: Profile, out_root: str | Path | None = None) -> Path:
-    """`papermill_runs/<profile>/eval`: screenshots and per-checkpoint predictions and trajectories."""
-    return run_dir(profile.name, out_root) / "eval"
 
 
 def load_trajectories(profile: Profile, name: str, out_root: str | Path | None = None) -> list[dict]:

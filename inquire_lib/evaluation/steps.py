@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from ..agent.actions import Action, Frame, action_match, format_completion, parse_completion
 from ..profiles import Profile
 from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
-from ..runs.notebooks import run_dir, write_json_atomic
+from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
 
 OUTCOMES = ("correct", "missed_inquiry", "needless_inquiry", "wrong_type", "wrong_argument", "unparseable")
 
@@ -201,13 +201,7 @@ def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs
     base = run_dir(profile.name, out_root)
     eval_dir = base / "eval"
     save_screens(records, eval_dir)
-    pred_path = eval_dir / name / "step_predictions.jsonl"
-    pred_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pred_path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w") as fh:
-        for p in preds:
-            fh.write(json.dumps(p) + "\n")
-    tmp.replace(pred_path)
+    write_jsonl_atomic(eval_dir / name / "step_predictions.jsonl", preds)
     metrics = {"checkpoint": name, "profile": profile.name, **(extra or {}), **step_metrics(preds)}
     write_json_atomic(base / "metrics" / f"step_{name}.json", metrics)
     return metrics

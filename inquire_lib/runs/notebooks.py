@@ -7,26 +7,19 @@ says what ran, on which code and package versions, and how each notebook ended.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import datetime as _dt
 import importlib.metadata
-import json
-import math
 import os
 import platform
-import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Callable, Iterable
 
-from inquire_lib.profiles import Profile, get_profile
+from ..profiles import Profile, get_profile
+from .paths import FOLDERS, NOTEBOOKS_DIR, REPO_ROOT, run_dir, to_json, write_json_atomic
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
-DEFAULT_OUT_ROOT = "papermill_runs"
 MANIFEST_NAME = "manifest.json"
 # Recorded in every manifest; a missing package is recorded as None rather than failing the run.
 TRACKED_PACKAGES = (
@@ -89,27 +82,17 @@ def select_notebooks(notebooks: Iterable[Path], only: Iterable[str] | None) -> l
 
 @contextlib.contextmanager
 def _runs_env(root: Path):
-    """Kernels inherit $INQUIRE_RUNS, so what a notebook writes lands beside its executed copy."""
-    old = os.environ.get("INQUIRE_RUNS")
-    os.environ["INQUIRE_RUNS"] = str(root)
+    """Kernels inherit the runs root (see `paths.FOLDERS`), so what a notebook writes lands beside its executed copy."""
+    variable = FOLDERS["runs"][0]
+    old = os.environ.get(variable)
+    os.environ[variable] = str(root)
     try:
         yield
     finally:
         if old is None:
-            os.environ.pop("INQUIRE_RUNS", None)
+            os.environ.pop(variable, None)
         else:
-            os.environ["INQUIRE_RUNS"] = old
-
-
-def run_dir(profile: str, out_root: str | Path | None = None) -> Path:
-    """Return the folder of a profile's run: `<out_root>/<profile>`, a relative out_root being
-    taken from the repo root (so it does not depend on the caller's working directory). Without an
-    out_root: $INQUIRE_RUNS, which `run_notebooks` and `sweep` set for their kernels, else
-    `papermill_runs`."""
-    root = Path(out_root if out_root is not None else os.environ.get("INQUIRE_RUNS", DEFAULT_OUT_ROOT))
-    if not root.is_absolute():
-        root = REPO_ROOT / root
-    return root / profile
+            os.environ[variable] = old
 
 
 def _git(*args: str) -> str | None:
@@ -154,7 +137,7 @@ def run_manifest(profile: str | Profile, seed: int | None = None) -> dict:
     metrics JSON with it."""
     prof = get_profile(profile)
     sha, dirty = git_state()
-    return _jsonable({
+    return to_json({
         "git_sha": sha,
         "git_dirty": dirty,
         "profile": prof.name,
@@ -165,82 +148,6 @@ def run_manifest(profile: str | Profile, seed: int | None = None) -> dict:
         "packages": package_versions(),
         "created": _now(),
     })
-
-
-def _jsonable(obj: Any, where: str = "$") -> Any:
-    """Convert obj to plain JSON types: tuples/sets to lists, numpy scalars and arrays through
-    .item()/.tolist(), paths to str, dataclasses to dicts, NaN and infinities to None (JSON has
-    no such numbers). Raises TypeError naming the offending key path."""
-    if obj is None or isinstance(obj, (bool, int, str)):
-        return obj
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        out = {}
-        for key, value in obj.items():
-            if not isinstance(key, (str, int, float, bool)) and key is not None:
-                raise TypeError(f"{where}: dict key {key!r} of type {type(key).__name__} is not JSON")
-            out[key if isinstance(key, str) else json.dumps(key)] = _jsonable(value, f"{where}.{key}")
-        return out
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v, f"{where}[{i}]") for i, v in enumerate(obj)]
-    if isinstance(obj, (set, frozenset)):
-        items = [_jsonable(v, f"{where}{{}}") for v in obj]
-        try:
-            return sorted(items)
-        except TypeError:
-            return items
-    if isinstance(obj, Path):
-        return str(obj)
-    if isinstance(obj, (_dt.datetime, _dt.date)):
-        return obj.isoformat()
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return _jsonable(dataclasses.asdict(obj), where)
-    if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy / torch arrays and scalars
-        return _jsonable(obj.tolist(), where)
-    if hasattr(obj, "item") and callable(obj.item):
-        return _jsonable(obj.item(), where)
-    raise TypeError(f"{where}: value of type {type(obj).__name__} is not JSON serialisable")
-
-
-@contextlib.contextmanager
-def atomic_dir(out: str | Path):
-    """Yield a temp folder beside `out`; on success it replaces `out` whole, on failure it is removed,
-    so a reader never sees a half-written folder."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        yield tmp
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def write_json_atomic(path: str | Path, obj: Any) -> Path:
-    """Write obj as indented UTF-8 JSON to path via a temp file in the same folder and os.replace,
-    so readers see the old file or the new one, never half of one. Returns the path."""
-    path = Path(path)
-    text = json.dumps(_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    return path
 
 
 def _in_ci() -> bool:

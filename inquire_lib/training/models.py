@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from ..profiles import Profile
-from ..runs.notebooks import atomic_dir
+from ..runs.paths import atomic_dir, cache_dir
 
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                 "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
@@ -123,7 +123,6 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
 def model_path(profile: Profile) -> str:
     """Where the profile's base model lives: the tiny cache folder, or the hub id / local path."""
     if profile.is_tiny:
-        from ..data.benchmark import cache_dir
         size = profile.model.split(":", 1)[1]
         return str(build_tiny_model(cache_dir() / "models" / f"tiny-{size}-s{profile.seed}", size, profile.seed, profile))
     return profile.model

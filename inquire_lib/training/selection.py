@@ -19,7 +19,7 @@ from ..evaluation.steps import generate, score, step_metrics, validation_records
 from .models import load_checkpoint, load_model_and_processor
 from ..profiles import Profile
 from ..agent.prompts import frame_for
-from ..runs.notebooks import atomic_dir, run_dir, write_json_atomic
+from ..runs.paths import atomic_dir, metrics_dir, write_json_atomic
 
 KEYS = ("inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy", "format")
 # what a chosen checkpoint keeps: the model or adapter, not the optimiser state
@@ -86,5 +86,5 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
               "validation_steps": len(records), "max_needless": profile.select_max_needless,
               "max_safe_drop": profile.select_max_safe_drop, "start": start, "checkpoints": rows,
               "selected_step": chosen["step"], "constraints_met": met}
-    write_json_atomic(run_dir(profile.name, out_root) / "metrics" / f"selection_{name}.json", record)
+    write_json_atomic(metrics_dir(profile, out_root) / f"selection_{name}.json", record)
     return record

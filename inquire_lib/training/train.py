@@ -20,13 +20,11 @@ from pathlib import Path
 import datasets
 import torch
 
-from ..data.benchmark import cache_dir, load_or_build
+from ..data.benchmark import load_or_build
 from .models import base_of, disable_bnb_cpu_repack, load_model_and_processor, model_path
 from ..profiles import Profile, get_profile
 from ..agent.prompts import frame_for, to_training_record
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
+from ..runs.paths import artifacts_dir, atomic_dir, cache_dir
 
 @dataclass
 class TrainResult:
@@ -36,10 +34,6 @@ class TrainResult:
     n_examples: int
     seconds: float
     samples: list | None = None  # GRPO: the last generation batch with its rewards
-
-
-def artifacts_dir(profile: Profile) -> Path:
-    return Path(os.environ.get("INQUIRE_ARTIFACTS", REPO_ROOT / "artifacts")) / profile.name
 
 
 def benchmark(profile: Profile) -> datasets.DatasetDict:
@@ -144,10 +138,8 @@ def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
     res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
-    tmp = path.with_name(path.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shutil.copytree(res.path, tmp)
-    os.replace(tmp, path)
+    with atomic_dir(path) as tmp:
+        shutil.copytree(res.path, tmp, dirs_exist_ok=True)
     shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
     return str(path)
 

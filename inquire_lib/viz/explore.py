@@ -23,8 +23,6 @@ from ..profiles import Profile
 from ..agent.taxonomy import CATEGORIES, SAFE, subcategories
 from ..world.apps import SCREEN_H, SCREEN_W
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures" / "inquiremobile"
 ORDER = [*CATEGORIES, SAFE]  # categories in taxonomy order, safe controls last
 SUB_ORDER = [*subcategories(), SAFE]
 CATEGORY_COLORS = {"risk": "#D32F2F", "privacy": "#7B1FA2", "intent": "#1565C0",
@@ -331,7 +329,7 @@ def examples_figure(rows: list[dict]) -> go.Figure:
 
 
 # --------------------------------------------------------------------- InquireMobile samples
-def external_samples(fixtures_dir: str | Path = FIXTURES_DIR) -> dict:
+def external_samples(fixtures_dir: str | Path = external.SAMPLES_DIR) -> dict:
     """Validate InquireMobile's sample files: {"tasks_report", "grpo_report"} (report texts),
     "tasks" (the tasks as a DataFrame) and "frames" (the GRPO records' frame detection table)."""
     fixtures_dir = Path(fixtures_dir)

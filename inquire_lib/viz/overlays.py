@@ -14,13 +14,14 @@ import html
 import json
 import os
 import shutil
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 from PIL import Image
+
+from ..runs.paths import atomic_path
 
 OUTCOMES: tuple[str, ...] = (
     "correct",
@@ -339,22 +340,6 @@ def find_chrome() -> str | None:
         return None
 
 
-def _atomic(path: Path, write) -> None:
-    """Call write(tmp_path) on a temp file beside `path`, then rename it onto `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the result should read like any file
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_figure(fig: go.Figure, path_stem: str | os.PathLike, png: bool = True,
                 shared_js: bool = False) -> dict[str, Path | None]:
     """Write `<stem>.html` and `<stem>.png` when Chrome exists and `png` is set.
@@ -368,7 +353,8 @@ def save_figure(fig: go.Figure, path_stem: str | os.PathLike, png: bool = True,
     stem = Path(path_stem)
     html_path = stem.with_name(stem.name + ".html")
     js = "directory" if shared_js else True
-    _atomic(html_path, lambda tmp: fig.write_html(tmp, include_plotlyjs=js, full_html=True))
+    with atomic_path(html_path) as tmp:
+        fig.write_html(tmp, include_plotlyjs=js, full_html=True)
     png_path: Path | None = stem.with_name(stem.name + ".png")
     if not png:
         png_path = None
@@ -379,7 +365,8 @@ def save_figure(fig: go.Figure, path_stem: str | os.PathLike, png: bool = True,
             _png_notice_printed = True
         png_path = None
     else:
-        _atomic(png_path, lambda tmp: fig.write_image(tmp, format="png"))
+        with atomic_path(png_path) as tmp:
+            fig.write_image(tmp, format="png")
     return {"html": html_path, "png": png_path}
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from . import overlays as viz
+from ..runs.paths import write_text_atomic
 from .inspector import PredictionFormatError, load_run
 
 _OUTCOME_RANK = {o: i for i, o in enumerate(viz.FAILURES + ("correct",))}
@@ -126,10 +127,6 @@ def select_steps(preds: list[dict], checkpoints: list[str], failures_only: bool,
     return sorted(chosen, key=lambda p: (ck[p["checkpoint"]], p["task_id"], p["step"]))
 
 
-def _atomic_write_text(path: Path, text: str) -> None:
-    viz._atomic(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
-
-
 def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool = False,
                  max_steps: int = 200) -> Path:
     """Write one self-contained HTML report of the run's step predictions; return its path.
@@ -180,7 +177,7 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
         + ("".join(cards) if cards else "<p><i>no steps to show</i></p>")
         + f"<script>{_SCRIPT}</script></body></html>\n"
     )
-    _atomic_write_text(out_path, doc)
+    write_text_atomic(out_path, doc)
     return out_path
 
 
