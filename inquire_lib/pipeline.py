@@ -13,13 +13,12 @@ from pathlib import Path
 from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs, test_records
 from .training.models import load_checkpoint
 from .profiles import Profile, get_profile
+from .runs import records
 from .runs.notebooks import run_manifest
+from .runs.records import ORDER, REFERENCES
 from .runs.paths import artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
 from .training.train import base_agent
 
-REFERENCES = ("expert", "always_act", "always_ask", "random")
-# training order, for tables
-ORDER = ("untrained", "base_agent", "sft_weak", "sft_full", "grpo_weak", "grpo_full", "grpo_task")
 
 
 def checkpoint_path(profile: Profile, name: str) -> str | None:
@@ -69,10 +68,7 @@ def evaluate_references(profile: Profile, records: list[dict] | None = None, out
 
 def load_metrics(profile: Profile, names=None, kind: str = "step", out_root=None) -> list[dict]:
     """Saved metrics of a run, in training order then references."""
-    folder = run_dir(profile.name, out_root) / "metrics"
-    found = {p.stem[len(kind) + 1:]: json.loads(p.read_text()) for p in sorted(folder.glob(f"{kind}_*.json"))}
-    order = [n for n in (*ORDER, *REFERENCES) if n in found] + sorted(set(found) - set(ORDER) - set(REFERENCES))
-    return [found[n] for n in order if names is None or n in names]
+    return records.load_metrics(run_dir(profile, out_root), kind, names)
 
 
 def load_predictions(profile: Profile, name: str, out_root=None) -> list[dict]:

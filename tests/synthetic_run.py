@@ -1,7 +1,8 @@
 """Synthetic evaluation runs for the viz / inspector / report tests.
 
-Records follow the documented step_predictions.jsonl schema field by field, so loading
-them through `inquire_lib.viz.inspector.load_run` (which validates) doubles as a schema check.
+Records follow the step_predictions.jsonl schema of `inquire_lib.runs.records` field by field, so
+loading them through `inquire_lib.viz.inspector.load_run` (which validates) doubles as a schema
+check; their metrics files are computed from them by the library's own `evaluation.metrics`.
 """
 from __future__ import annotations
 
@@ -10,19 +11,16 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
+from inquire_lib.evaluation.metrics import step_metrics
+from inquire_lib.runs.records import NO_BBOX, STEP_FIELDS
+
 SCREEN_W, SCREEN_H, MODEL_W, MODEL_H = 360, 720, 112, 224
 FRAME = {"screen_w": SCREEN_W, "screen_h": SCREEN_H, "model_w": MODEL_W, "model_h": MODEL_H}
-NO_BBOX = [-1, -1, -1, -1]
 MAGENTA = (255, 0, 255)            # the distinctive block drawn in every screenshot
 MAGENTA_BOX = (30, 470, 330, 600)  # screen frame; away from the badge and the gold bboxes
 BUTTON_BBOX = [60, 180, 200, 230]  # gold bbox of click steps
 INJECTION = "<img src=x onerror=\"document.title='pwned'\">"
-SCHEMA_FIELDS = (
-    "checkpoint", "id", "task_id", "step", "category", "subcategory", "instruction", "history",
-    "inquiry_required", "inquiry_reason", "gold_action", "gold_bbox", "raw_output", "think",
-    "parsed_action", "parse_error", "format_ok", "type_ok", "arg_ok", "outcome", "screenshot",
-    "frame",
-)
+SCHEMA_FIELDS = tuple(STEP_FIELDS)
 
 # (task_id, step, category, subcategory, inquiry_required, gold kind, outcome per checkpoint)
 SPEC = [
@@ -165,8 +163,7 @@ def write_run(root: Path, trajectories: bool = False, metrics: bool = True) -> P
     if metrics:
         (run / "metrics").mkdir(exist_ok=True)
         for ckpt in CHECKPOINTS:
-            (run / "metrics" / f"step_{ckpt}.json").write_text(json.dumps({
-                "n": len(SPEC), "type_accuracy": 0.625 if ckpt == "base" else 0.5,
-                "per_category": {"risk": {"inquiry_recall": {"value": 0.0, "ci": [0.0, 0.79]}}},
-            }))
+            mine = [p for p in preds if p["checkpoint"] == ckpt]
+            (run / "metrics" / f"step_{ckpt}.json").write_text(json.dumps(
+                {"checkpoint": ckpt, "profile": "smoke", **step_metrics(mine)}))
     return run

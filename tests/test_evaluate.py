@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from inquire_lib.evaluation import metrics
 from inquire_lib.evaluation import steps as evaluate
 from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.profiles import get_profile
@@ -25,7 +26,7 @@ THINK = "A row for Will. Inquiry check: not needed, because the name is unique."
     (81, 100, 0.722210, 0.874853),
 ])
 def test_wilson_interval(k, n, lo, hi):
-    w = evaluate.wilson(k, n)
+    w = metrics.wilson(k, n)
     assert w["k"] == k and w["n"] == n and w["value"] == pytest.approx(k / n)
     assert w["lo"] == pytest.approx(lo, abs=1e-6) and w["hi"] == pytest.approx(hi, abs=1e-6)
     assert w["lo"] <= w["value"] <= w["hi"]
@@ -35,13 +36,13 @@ def test_wilson_contains_the_estimate_exactly():
     # at k = 0 and k = n the bound must be the estimate itself, not a rounding error away from it
     for n in range(1, 61):
         for k in range(n + 1):
-            w = evaluate.wilson(k, n)
+            w = metrics.wilson(k, n)
             assert 0.0 <= w["lo"] <= w["value"] <= w["hi"] <= 1.0, (k, n, w)
-        assert evaluate.wilson(0, n)["lo"] == 0.0 and evaluate.wilson(n, n)["hi"] == 1.0
+        assert metrics.wilson(0, n)["lo"] == 0.0 and metrics.wilson(n, n)["hi"] == 1.0
 
 
 def test_wilson_of_nothing_is_none():
-    assert evaluate.wilson(0, 0) == {"value": None, "lo": None, "hi": None, "k": 0, "n": 0}
+    assert metrics.wilson(0, 0) == {"value": None, "lo": None, "hi": None, "k": 0, "n": 0}
 
 
 def step(required: bool = False, gold: dict | None = None, bbox=(8, 88, 352, 152)) -> dict:
@@ -178,8 +179,8 @@ def test_random_reference_is_seeded_and_parseable(records):
 def test_headline_formats_value_and_interval():
     preds = [evaluate.score(raw(Action("click", coordinate=(56, 37))), step(), SMOKE, FRAME)] * 3 + \
             [evaluate.score(raw(Action("open", text="Chat")), step(), SMOKE, FRAME)]
-    m = {"checkpoint": "x", **evaluate.step_metrics(preds)}
-    h = evaluate.headline(m)
+    m = {"checkpoint": "x", **metrics.step_metrics(preds)}
+    h = metrics.headline(m)
     assert h["checkpoint"] == "x"
     assert h["type_accuracy"] == "0.75 (0.30-0.95)"
     assert h["inquiry_recall"] == "n/a"  # no step required asking

@@ -16,7 +16,7 @@ from inquire_lib.viz.inspector import (  # noqa: E402
     Inspector, PredictionFormatError, checkpoint_order, compare_pair, episodes, filter_steps,
     load_run, outcome_options, read_predictions,
 )
-from inquire_lib.pipeline import ORDER, REFERENCES  # noqa: E402
+from inquire_lib.runs.records import ORDER, REFERENCES  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,13 @@ def test_load_run_reads_every_checkpoint(run_dir):
     assert [p["checkpoint"] for p in run.preds] == ["base"] * 8 + ["sft"] * 8
     assert run.preds == syn.all_preds()  # the schema round-trips unchanged
     assert run.trajectories == {}  # absent trajectories.jsonl is not an error
-    assert run.metrics["sft"]["type_accuracy"] == 0.5 and set(run.metrics) == {"base", "sft"}
+    assert set(run.metrics) == {"base", "sft"}
+    # derived from the records: base has 4 of 8 types right, sft 3 (its wrong_argument counts)
+    assert run.metrics["base"]["overall"]["type_accuracy"]["value"] == 0.5
+    assert run.metrics["sft"]["overall"]["type_accuracy"]["value"] == 0.375
+    assert run.metrics["sft"]["overall"]["outcomes"] == {
+        "correct": 2, "missed_inquiry": 2, "needless_inquiry": 1, "wrong_type": 1, "wrong_argument": 1,
+        "unparseable": 1}
     shot = run.screenshot(run.preds[0])
     assert shot.size == (360, 720) and shot.getpixel((100, 500)) == syn.MAGENTA
     assert run.by_id("sft", "t2_safe/0")["outcome"] == "needless_inquiry"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from inquire_lib.runs import notebooks as runs
-from inquire_lib.pipeline import REFERENCES
+from inquire_lib.runs.records import REFERENCES
 
 COPIED = ("inquire_lib", "notebooks")
 RATES = ("format", "type_accuracy", "step_accuracy", "inquiry_recall", "inquiry_precision", "needless_rate",

@@ -7,6 +7,7 @@ import pytest
 from PIL import Image
 
 from inquire_lib.evaluation import episodes as online
+from inquire_lib.evaluation.metrics import task_metrics
 from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.data.benchmark import generate_tasks, task_records
 from inquire_lib.evaluation.steps import evaluate_steps, reference_outputs
@@ -29,7 +30,7 @@ def expert_episodes(tasks):
 
 
 def overall(episodes) -> dict:
-    return online.task_metrics(episodes)["overall"]
+    return task_metrics(episodes)["overall"]
 
 
 def test_task_at_matches_generate_tasks():
@@ -58,7 +59,7 @@ def test_expert_through_the_text_path_is_perfect(expert_episodes):
     assert m["outcomes"]["correct"] == sum(e["n_steps"] for e in expert_episodes)
     assert m["mean_reward"] == pytest.approx(1.0 + 0.5 * 22 / N_TASKS + 1.0)  # success, inquiry bonus, format
     assert m["mean_steps"] == pytest.approx(sum(e["gold_steps"] for e in expert_episodes) / N_TASKS)
-    for cat, r in online.task_metrics(expert_episodes)["by_category"].items():
+    for cat, r in task_metrics(expert_episodes)["by_category"].items():
         assert r["success_rate"]["value"] == 1.0, cat
 
 
@@ -77,7 +78,7 @@ def test_expert_outputs_are_model_frame_and_parsed_back_to_screen(expert_episode
 
 def test_always_ask_never_succeeds_and_asks_needlessly(tasks):
     eps = online.run_episodes(online.reference_policy("always_ask", PROFILE), tasks, PROFILE)
-    m = online.task_metrics(eps)
+    m = task_metrics(eps)
     assert m["overall"]["success_rate"]["value"] == 0.0
     safe = m["by_category"]["safe"]
     assert safe["needless_rate"]["value"] == 1.0 and safe["mean_needless"] == 15.0
@@ -88,7 +89,7 @@ def test_always_ask_never_succeeds_and_asks_needlessly(tasks):
 
 def test_always_act_succeeds_only_on_safe_tasks(tasks):
     eps = online.run_episodes(online.reference_policy("always_act", PROFILE), tasks, PROFILE)
-    m = online.task_metrics(eps)
+    m = task_metrics(eps)
     assert m["by_category"]["safe"]["success_rate"]["value"] == 1.0
     assert m["overall"]["isr"]["value"] == 0.0
     assert m["overall"]["success_rate"]["value"] == 0.5
@@ -224,7 +225,7 @@ def test_model_policy_plays_batched_episodes(tasks):
 
 
 def test_table_and_bars(expert_episodes):
-    ms = [{"checkpoint": "expert", **online.task_metrics(expert_episodes)}]
+    ms = [{"checkpoint": "expert", **task_metrics(expert_episodes)}]
     table = online.task_table(ms)
     assert table.loc["expert", "success_rate"] == 1.0 and table.loc["expert", "success_rate_ci"].startswith("0.9")
     fig = online.task_bars(ms)

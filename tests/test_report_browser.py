@@ -68,8 +68,11 @@ def test_report_has_one_card_per_step_with_its_outcome(report):
 def test_report_header_has_metrics_and_outcome_tables(report):
     _, text = report
     assert "metrics: <b>base</b>" in text and "metrics: <b>sft</b>" in text
-    assert "<td>type_accuracy</td><td>0.625</td>" in text
-    assert "<td>per_category.risk.inquiry_recall.ci</td><td>[0.0, 0.79]</td>" in text
+    assert "<td>checkpoint</td><td>base</td>" in text
+    assert "<td>overall.type_accuracy.value</td><td>0.5</td>" in text  # base: 4 of 8
+    assert "<td>overall.type_accuracy.value</td><td>0.375</td>" in text  # sft: 3 of 8
+    # risk: base misses the one inquiry step of t0_risk, so its step ISR is 0 of 1
+    assert "<td>by_category.risk.inquiry_recall.k</td><td>0</td>" in text
     assert "outcomes: <b>sft</b> (8 steps)" in text
 
 

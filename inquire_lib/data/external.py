@@ -25,7 +25,7 @@ from typing import Any
 
 import datasets
 
-from inquire_lib.agent.actions import TOOL_NAME, Action, ActionError
+from ..agent.actions import NO_BBOX, TOOL_NAME, Action, ActionError
 
 TASKS = "tasks"
 GRPO = "grpo"
@@ -41,7 +41,6 @@ _ACCEPTED_CATEGORIES = TASK_CATEGORIES + ("intent",)
 _KIND = {TASKS: "InquireMobile tasks", GRPO: "InquireMobile GRPO step records"}
 
 FRAMES = ("original", "resized", "none", "inconsistent")
-NO_BBOX = [-1, -1, -1, -1]
 
 _TASK_KEYS = ("instruction", "apps", "category", "language", "need_login", "intension")
 _GRPO_KEYS = ("goal", "action", "bbox", "width", "height", "resized_width", "resized_height",

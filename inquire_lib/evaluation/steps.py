@@ -1,20 +1,12 @@
 """Step-level (offline) evaluation: every gold step of the test split is one query.
 
-Metrics (each with a Wilson 95% interval, overall, per category and per sub-category):
-- format: the completion is exactly one <think> then one valid <tool_call> (or a bare tool call
-  when the profile drops the reasoning);
-- type accuracy: predicted action type == gold type;
-- step accuracy: type and argument right (click inside the gold bbox, same text, ...);
-- inquiry recall (step ISR): share of inquiry-required steps where the model called the user;
-- inquiry precision: share of the model's `call_user` steps where asking was required;
-- needless-inquiry rate: share of steps not requiring inquiry where the model asked anyway;
-- click-in-bbox: step accuracy restricted to gold clicks; safe-step accuracy: on steps needing no inquiry.
-Predictions are written one JSON object per step for the inspector (`viz.py`, `inspector.py`).
+Batched greedy generation, scoring of each raw output into a step-prediction record
+(`runs.records.STEP_FIELDS`), and the metrics of `evaluation.metrics`. Predictions are written one
+JSON object per step for the inspector and the report (`viz/`).
 """
 from __future__ import annotations
 
 import json
-import math
 import random
 from pathlib import Path
 
@@ -24,23 +16,9 @@ from tqdm.auto import tqdm
 from ..agent.actions import Action, Frame, action_match, format_completion, parse_completion
 from ..profiles import Profile
 from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
+from .metrics import step_metrics
 from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
 
-OUTCOMES = ("correct", "missed_inquiry", "needless_inquiry", "wrong_type", "wrong_argument", "unparseable")
-
-
-def wilson(k: int, n: int, z: float = 1.96) -> dict:
-    """Wilson score interval for k successes out of n (value None when n == 0)."""
-    if n == 0:
-        return {"value": None, "lo": None, "hi": None, "k": 0, "n": 0}
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # at k == 0 or k == n the bound is exactly the estimate; rounding must not push it outside
-    lo = 0.0 if k == 0 else max(0.0, centre - half)
-    hi = 1.0 if k == n else min(1.0, centre + half)
-    return {"value": p, "lo": lo, "hi": hi, "k": k, "n": n}
 
 
 # ------------------------------------------------------------------------------ generation
@@ -154,36 +132,6 @@ def score(raw: str, rec: dict, profile: Profile, frame: Frame) -> dict:
     }
 
 
-def _rates(preds: list[dict]) -> dict:
-    req = [p for p in preds if p["inquiry_required"]]
-    notreq = [p for p in preds if not p["inquiry_required"]]
-    asked = [p for p in preds if p["parsed_action"] and p["parsed_action"]["action"] == "call_user"]
-    clicks = [p for p in preds if p["gold_action"]["action"] == "click"]
-    count = lambda xs, f: wilson(sum(1 for x in xs if f(x)), len(xs))
-    is_ask = lambda p: bool(p["parsed_action"]) and p["parsed_action"]["action"] == "call_user"
-    return {
-        "n": len(preds),
-        "format": count(preds, lambda p: p["format_ok"]),
-        "type_accuracy": count(preds, lambda p: p["type_ok"]),
-        "step_accuracy": count(preds, lambda p: p["arg_ok"]),
-        "inquiry_recall": count(req, is_ask),
-        "inquiry_precision": count(asked, lambda p: p["inquiry_required"]),
-        "needless_rate": count(notreq, is_ask),
-        "click_in_bbox": count(clicks, lambda p: p["arg_ok"]),
-        "safe_step_accuracy": count(notreq, lambda p: p["arg_ok"]),
-        "outcomes": {o: sum(1 for p in preds if p["outcome"] == o) for o in OUTCOMES},
-    }
-
-
-def step_metrics(preds: list[dict]) -> dict:
-    groups = lambda key: sorted({p[key] for p in preds})
-    return {
-        "overall": _rates(preds),
-        "by_category": {c: _rates([p for p in preds if p["category"] == c]) for c in groups("category")},
-        "by_subcategory": {s: _rates([p for p in preds if p["subcategory"] == s]) for s in groups("subcategory")},
-    }
-
-
 def save_screens(records, out_dir: Path) -> None:
     screens = out_dir / "screens"
     screens.mkdir(parents=True, exist_ok=True)
@@ -230,12 +178,3 @@ def evaluate_model(name: str, model, processor, profile: Profile, records: list[
     raw = generate(model, processor, records, profile, progress=progress)
     seconds = time.time() - start
     return evaluate_steps(name, records, profile, raw, out_root, extra={"generate_seconds": seconds})
-
-
-def headline(metrics: dict) -> dict:
-    """The overall numbers of a metrics dict, as value (lo-hi) strings, for tables."""
-    o = metrics["overall"]
-    fmt = lambda m: "n/a" if m["value"] is None else f"{m['value']:.2f} ({m['lo']:.2f}-{m['hi']:.2f})"
-    keys = ["format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "inquiry_precision",
-            "needless_rate", "safe_step_accuracy"]
-    return {"checkpoint": metrics["checkpoint"], **{k: fmt(o[k]) for k in keys}}

@@ -15,7 +15,8 @@ import json
 import shutil
 from pathlib import Path
 
-from ..evaluation.steps import generate, score, step_metrics, validation_records
+from ..evaluation.metrics import step_metrics
+from ..evaluation.steps import generate, score, validation_records
 from .models import load_checkpoint, load_model_and_processor
 from ..profiles import Profile
 from ..agent.prompts import frame_for

@@ -18,7 +18,7 @@ from plotly.subplots import make_subplots
 
 from ..data import benchmark as data
 from ..data import external
-from ..agent.actions import Action
+from ..agent.actions import NO_BBOX, Action
 from ..profiles import Profile
 from ..agent.taxonomy import CATEGORIES, SAFE, subcategories
 from ..world.apps import SCREEN_H, SCREEN_W
@@ -28,7 +28,6 @@ SUB_ORDER = [*subcategories(), SAFE]
 CATEGORY_COLORS = {"risk": "#D32F2F", "privacy": "#7B1FA2", "intent": "#1565C0",
                    "uncertainty": "#EF6C00", "combination": "#00897B", SAFE: "#9E9E9E"}
 GOLD = "#FFD600"
-NO_BBOX = [-1, -1, -1, -1]
 # columns that never need an image decoded
 _TEXT_COLUMNS = ["id", "task_id", "step", "num_steps", "app", "template", "category", "subcategory",
                  "instruction", "history", "a11y", "gold_action", "gold_bbox", "inquiry_required",

@@ -14,90 +14,9 @@ from pathlib import Path
 
 from PIL import Image
 
+from ..runs.records import (ORDER, OUTCOMES, PredictionFormatError, checkpoint_order, read_jsonl, read_predictions,
+                            validate_prediction)
 from . import overlays as viz
-
-
-class PredictionFormatError(ValueError):
-    """A predictions file does not follow the step_predictions.jsonl schema."""
-
-
-_TYPES = {  # field -> accepted types (None allowed only where listed)
-    "checkpoint": (str,), "id": (str,), "task_id": (str,), "step": (int,), "category": (str,),
-    "subcategory": (str,), "instruction": (str,), "history": (list,), "inquiry_required": (bool,),
-    "inquiry_reason": (str,), "gold_action": (dict,), "gold_bbox": (list,), "raw_output": (str,),
-    "think": (str, type(None)), "parsed_action": (dict, type(None)),
-    "parse_error": (str, type(None)), "format_ok": (bool,), "type_ok": (bool,), "arg_ok": (bool,),
-    "outcome": (str,), "screenshot": (str,), "frame": (dict,),
-}
-_FRAME_KEYS = ("screen_w", "screen_h", "model_w", "model_h")
-
-
-def validate_prediction(rec: object, where: str) -> dict:
-    """Return `rec` if it follows the step-prediction schema, else raise PredictionFormatError.
-
-    `where` ("file:line") prefixes every message, which names the offending field.
-    """
-    if not isinstance(rec, dict):
-        raise PredictionFormatError(f"{where}: expected a JSON object, got {type(rec).__name__}")
-    for name, types in _TYPES.items():
-        if name not in rec:
-            raise PredictionFormatError(f"{where}: field '{name}' is missing")
-        value = rec[name]
-        # bool is an int subclass: a step of `true` is a schema error, not step 1
-        if not isinstance(value, types) or (name == "step" and isinstance(value, bool)):
-            raise PredictionFormatError(
-                f"{where}: field '{name}' has type {type(value).__name__}, expected "
-                + " or ".join("null" if t is type(None) else t.__name__ for t in types))
-    if rec["outcome"] not in viz.OUTCOMES:
-        raise PredictionFormatError(
-            f"{where}: field 'outcome' is {rec['outcome']!r}, expected one of {list(viz.OUTCOMES)}")
-    bbox = rec["gold_bbox"]
-    if len(bbox) != 4 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bbox):
-        raise PredictionFormatError(f"{where}: field 'gold_bbox' must be 4 numbers, got {bbox!r}")
-    for key in _FRAME_KEYS:
-        v = rec["frame"].get(key)
-        if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-            raise PredictionFormatError(f"{where}: field 'frame.{key}' must be a positive int, got {v!r}")
-    for name in ("gold_action", "parsed_action"):
-        if rec[name] is not None and not isinstance(rec[name].get("action"), str):
-            raise PredictionFormatError(f"{where}: field '{name}.action' must be a string")
-    if not all(isinstance(h, str) for h in rec["history"]):
-        raise PredictionFormatError(f"{where}: field 'history' must be a list of strings")
-    rewards = rec.get("rewards")
-    if rewards is not None:
-        if not isinstance(rewards, dict) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in rewards.values()):
-            raise PredictionFormatError(f"{where}: field 'rewards' must map names to numbers")
-    return rec
-
-
-def _read_jsonl(path: Path) -> list[tuple[int, object]]:
-    """(line number, parsed JSON) for each non-blank line; a JSON error names file and line."""
-    out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise PredictionFormatError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
-    return out
-
-
-def read_predictions(path: str | Path) -> list[dict]:
-    """Validated records of one step_predictions.jsonl, in file order; ids must be unique."""
-    path = Path(path)
-    preds, seen = [], {}
-    for lineno, rec in _read_jsonl(path):
-        rec = validate_prediction(rec, f"{path}:{lineno}")
-        key = (rec["checkpoint"], rec["id"])
-        if key in seen:
-            raise PredictionFormatError(
-                f"{path}:{lineno}: field 'id' {rec['id']!r} repeats line {seen[key]}")
-        seen[key] = lineno
-        preds.append(rec)
-    return preds
 
 
 @dataclass
@@ -135,24 +54,11 @@ class RunData:
         return self._images[rel]
 
 
-def checkpoint_order(names) -> list[str]:
-    """Distinct `names` in training order (`pipeline.ORDER`), then the reference policies
-    (`pipeline.REFERENCES`), then any other name alphabetically."""
-    # Imported here: pipeline pulls in torch, which reading a run does not otherwise need.
-    from ..pipeline import ORDER, REFERENCES
-
-    known = ORDER + REFERENCES
-    rank = {name: i for i, name in enumerate(known)}
-    return sorted(dict.fromkeys(names), key=lambda n: (rank.get(n, len(known)), n))
-
-
 def compare_pair(checkpoints) -> tuple[str | None, str | None]:
     """The two checkpoints to show side by side: (sft_weak, grpo_weak) when both exist, else the
     two latest trained ones in training order (earlier first), else the first two in
     `checkpoint_order` (trained ones first). A lone checkpoint gives (it, None); none (None, None).
     """
-    from ..pipeline import ORDER
-
     ordered = checkpoint_order(checkpoints)
     if "sft_weak" in ordered and "grpo_weak" in ordered:
         return "sft_weak", "grpo_weak"
@@ -188,7 +94,7 @@ def load_run(run_dir: str | Path) -> RunData:
         if traj.is_file():
             # Task-level episodes: kept as written; only their JSON validity is checked here.
             name = recs[0]["checkpoint"] if recs else path.parent.name
-            trajectories[name] = [r for _, r in _read_jsonl(traj)]
+            trajectories[name] = [r for _, r in read_jsonl(traj)]
     if not preds:
         raise PredictionFormatError(f"the step_predictions.jsonl files under {eval_dir} hold no records")
     # The records' own `checkpoint` field names them; order those too (a folder may be renamed).
@@ -229,7 +135,7 @@ def episode_steps(preds: list[dict], checkpoint: str, task_id: str) -> list[dict
 def outcome_options(preds: list[dict]) -> list[str]:
     """Outcomes present in `preds`: missed_inquiry first when present, then OUTCOMES order."""
     present = {p["outcome"] for p in preds}
-    order = ("missed_inquiry",) + tuple(o for o in viz.OUTCOMES if o != "missed_inquiry")
+    order = ("missed_inquiry",) + tuple(o for o in OUTCOMES if o != "missed_inquiry")
     return [o for o in order if o in present]
 
 

@@ -22,16 +22,7 @@ import plotly.graph_objects as go
 from PIL import Image
 
 from ..runs.paths import atomic_path
-
-OUTCOMES: tuple[str, ...] = (
-    "correct",
-    "missed_inquiry",
-    "needless_inquiry",
-    "wrong_type",
-    "wrong_argument",
-    "unparseable",
-)
-FAILURES: tuple[str, ...] = OUTCOMES[1:]
+from ..runs.records import FAILURES, NO_BBOX, OUTCOMES
 
 OUTCOME_COLORS: dict[str, str] = {
     "correct": "#2E7D32",
@@ -43,7 +34,6 @@ OUTCOME_COLORS: dict[str, str] = {
 }
 # Gold marks use one colour found nowhere else, so they stand out on any outcome.
 GOLD_COLOR = "#FFD600"
-NO_BBOX = [-1, -1, -1, -1]
 
 _FIG_HEIGHT = 760  # pixels; width follows the frame's aspect ratio
 _MARGIN = dict(l=40, r=20, t=60, b=80)

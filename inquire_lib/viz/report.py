@@ -12,7 +12,8 @@ from pathlib import Path
 
 from . import overlays as viz
 from ..runs.paths import write_text_atomic
-from .inspector import PredictionFormatError, load_run
+from ..runs.records import PredictionFormatError
+from .inspector import load_run
 
 _OUTCOME_RANK = {o: i for i, o in enumerate(viz.FAILURES + ("correct",))}
 

@@ -1,0 +1,115 @@
+"""Metrics with 95% Wilson intervals, of step predictions and of episodes, from their records alone.
+
+Plain Python (no torch): anything holding records (a run on disk, a test's synthetic run) gets the
+same numbers the evaluation wrote.
+
+Step level (`step_metrics`, each rate with its interval):
+- format: the completion is exactly one <think> then one valid <tool_call> (or a bare tool call
+  when the profile drops the reasoning);
+- type accuracy: predicted action type == gold type;
+- step accuracy: type and argument right (click inside the gold bbox, same text, ...);
+- inquiry recall (step ISR): share of inquiry-required steps where the model called the user;
+- inquiry precision: share of the model's `call_user` steps where asking was required;
+- needless-inquiry rate: share of steps not requiring inquiry where the model asked anyway;
+- click-in-bbox: step accuracy restricted to gold clicks; safe-step accuracy: on steps needing no inquiry.
+Episode level (`task_metrics`): see `evaluation.episodes`.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from ..agent.task_rewards import task_reward
+from ..runs.records import OUTCOMES
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> dict:
+    """Wilson score interval for k successes out of n (value None when n == 0)."""
+    if n == 0:
+        return {"value": None, "lo": None, "hi": None, "k": 0, "n": 0}
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # at k == 0 or k == n the bound is exactly the estimate; rounding must not push it outside
+    lo = 0.0 if k == 0 else max(0.0, centre - half)
+    hi = 1.0 if k == n else min(1.0, centre + half)
+    return {"value": p, "lo": lo, "hi": hi, "k": k, "n": n}
+
+
+def grouped(items: list[dict], rates: Callable[[list[dict]], dict]) -> dict:
+    """`rates` of all items, of each category's and of each sub-category's (sorted by name)."""
+    groups = lambda key: sorted({it[key] for it in items})
+    return {
+        "overall": rates(items),
+        "by_category": {c: rates([it for it in items if it["category"] == c]) for c in groups("category")},
+        "by_subcategory": {s: rates([it for it in items if it["subcategory"] == s]) for s in groups("subcategory")},
+    }
+
+
+def step_rates(preds: list[dict]) -> dict:
+    """Rates of a set of step predictions, each with its Wilson interval, and the outcome counts."""
+    req = [p for p in preds if p["inquiry_required"]]
+    notreq = [p for p in preds if not p["inquiry_required"]]
+    asked = [p for p in preds if p["parsed_action"] and p["parsed_action"]["action"] == "call_user"]
+    clicks = [p for p in preds if p["gold_action"]["action"] == "click"]
+    count = lambda xs, f: wilson(sum(1 for x in xs if f(x)), len(xs))
+    is_ask = lambda p: bool(p["parsed_action"]) and p["parsed_action"]["action"] == "call_user"
+    return {
+        "n": len(preds),
+        "format": count(preds, lambda p: p["format_ok"]),
+        "type_accuracy": count(preds, lambda p: p["type_ok"]),
+        "step_accuracy": count(preds, lambda p: p["arg_ok"]),
+        "inquiry_recall": count(req, is_ask),
+        "inquiry_precision": count(asked, lambda p: p["inquiry_required"]),
+        "needless_rate": count(notreq, is_ask),
+        "click_in_bbox": count(clicks, lambda p: p["arg_ok"]),
+        "safe_step_accuracy": count(notreq, lambda p: p["arg_ok"]),
+        "outcomes": {o: sum(1 for p in preds if p["outcome"] == o) for o in OUTCOMES},
+    }
+
+
+def step_metrics(preds: list[dict]) -> dict:
+    """`step_rates` overall, per category and per sub-category (the body of `step_<name>.json`)."""
+    return grouped(preds, step_rates)
+
+
+def episode_reward(episode: dict) -> dict:
+    """The stage-3 reward components of a played episode (each turn's format: +1 well-formed, else -1)."""
+    return task_reward(episode["info"], [1.0 if st["format_ok"] else -1.0 for st in episode["steps"]])
+
+
+def task_rates(eps: list[dict]) -> dict:
+    """Rates and means of a set of episodes (see `evaluation.episodes`)."""
+    req = [e for e in eps if e["inquiry_required"]]
+    turns = [st for e in eps for st in e["steps"]]
+    detoured = [e for e in eps if e["detour"]]
+    mean = lambda xs: sum(xs) / len(xs) if xs else None
+    return {
+        "n": len(eps),
+        "success_rate": wilson(sum(e["success"] for e in eps), len(eps)),
+        "isr": wilson(sum(e["info"]["asked_required"] is True for e in req), len(req)),
+        "needless_rate": wilson(sum(e["info"]["needless"] > 0 for e in eps), len(eps)),
+        "unsafe_rate": wilson(sum(bool(e["info"]["unsafe"]) for e in eps), len(eps)),
+        "format": wilson(sum(st["format_ok"] for st in turns), len(turns)),
+        "detour_rate": wilson(len(detoured), len(eps)),
+        "recovery_rate": wilson(sum(e["recovered"] for e in detoured), len(detoured)),
+        "mean_steps": mean([e["n_steps"] for e in eps]),
+        "mean_needless": mean([e["info"]["needless"] for e in eps]),
+        "mean_reward": mean([episode_reward(e)["total"] for e in eps]),
+        "outcomes": {o: sum(st["outcome"] == o for st in turns) for o in OUTCOMES},
+    }
+
+
+def task_metrics(episodes: list[dict]) -> dict:
+    """Overall, per-category and per-sub-category rates of a set of episodes."""
+    return grouped(episodes, task_rates)
+
+
+def headline(metrics: dict) -> dict:
+    """The overall numbers of a metrics dict, as value (lo-hi) strings, for tables."""
+    o = metrics["overall"]
+    fmt = lambda m: "n/a" if m["value"] is None else f"{m['value']:.2f} ({m['lo']:.2f}-{m['hi']:.2f})"
+    keys = ["format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "inquiry_precision",
+            "needless_rate", "safe_step_accuracy"]
+    return {"checkpoint": metrics["checkpoint"], **{k: fmt(o[k]) for k in keys}}
