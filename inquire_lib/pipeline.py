@@ -1,7 +1,20 @@
-"""What the notebooks do, one call per step: named checkpoints, evaluation, figures, metrics files.
+"""The notebooks' one front door: every notebook imports this module and nothing else of the library.
 
-Checkpoints of a profile live in `artifacts/<profile>/<name>/final`; their evaluations and the
-metrics JSON in `papermill_runs/<profile>/` (see `evaluate.py`); figures in `figures/<profile>/`.
+It holds the steps a notebook takes (one call each: train a stage, evaluate a named checkpoint,
+save a figure, write the notebook's metrics file) and hands on the modules a notebook draws from:
+
+| name            | module                     | used by notebooks |
+|-----------------|----------------------------|-------------------|
+| `explore`       | `viz.explore`              | 01                |
+| `plots`         | `viz.plots`                | 02-05, 07         |
+| `viz`           | `viz.overlays`             | 06                |
+| `inspector`     | `viz.inspector`            | 06                |
+| `report`        | `viz.report`               | 06                |
+| `episodes`      | `evaluation.episodes`      | 04, 05            |
+| `task_grpo`     | `training.task_grpo`       | 04                |
+
+Checkpoints of a profile live in `artifacts/<profile>/<name>/`; evaluations and metrics in the run
+folder `papermill_runs/<profile>/`; figures in `figures/<profile>/` (see `runs.paths`).
 """
 from __future__ import annotations
 
@@ -10,43 +23,41 @@ import json
 import time
 from pathlib import Path
 
-from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs, test_records
-from .training.models import load_checkpoint
+from .data import benchmark as data
+from .data.benchmark import held_out_tasks, test_records
+from .evaluation import episodes
+from .evaluation.metrics import headline
+from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs
 from .profiles import Profile, get_profile
-from .runs import records
-from .runs.notebooks import run_manifest
+from .runs import records as _records
+from .runs.notebooks import run_manifest, sweep
+from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
 from .runs.records import ORDER, REFERENCES
-from .runs.paths import artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
-from .training.train import base_agent
+from .training import task_grpo
+from .training.checkpoints import available_checkpoints, checkpoint_path
+from .training.configs import GRPO_SETTINGS
+from .training.grpo import grpo
+from .training.models import load_checkpoint
+from .training.sft import base_agent, sft
+from .viz import explore, inspector, plots, report
+from .viz import overlays as viz
 
-
-
-def checkpoint_path(profile: Profile, name: str) -> str | None:
-    """Path of a named checkpoint: None for the untrained model, the cached base agent, or a stage output."""
-    if name == "untrained":
-        return None
-    if name == "base_agent":
-        return base_agent(profile)
-    run = artifacts_dir(profile) / name
-    if (run / "selected").exists():  # chosen on the validation split (`selection.py`)
-        return str(run / "selected")
-    path = run / "final"
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: checkpoint {name!r} has not been trained for profile {profile.name!r}")
-    return str(path)
+__all__ = [  # what the notebooks use
+    "data", "held_out_tasks", "test_records", "episodes", "headline", "Profile", "ORDER", "REFERENCES", "sweep",
+    "NOTEBOOKS_DIR", "artifacts_dir", "eval_dir", "figures_dir", "metrics_dir", "run_dir", "task_grpo",
+    "available_checkpoints", "checkpoint_path", "GRPO_SETTINGS", "grpo", "base_agent", "sft", "explore", "inspector",
+    "plots", "report", "viz", "profile_of", "save_fig", "write_notebook_metrics", "grpo_settings",
+    "select_checkpoint", "evaluate_checkpoint", "evaluate_references", "evaluate_checkpoint_tasks",
+    "evaluate_all_tasks", "load_metrics", "load_task_metrics", "load_predictions", "run_ablation", "ablation_summary",
+]
 
 
 def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=None) -> dict:
-    """Choose among the kept checkpoints of run `name` on the validation split (see `selection.py`);
+    """Choose among the kept checkpoints of run `name` on the validation split (see `training.selection`);
     afterwards `checkpoint_path(profile, name)` is the chosen one."""
     from .training.selection import select_checkpoint as select
+
     return select(profile, name, checkpoint_path(profile, start_name), artifacts_dir(profile) / name, out_root)
-
-
-def available_checkpoints(profile: Profile) -> list[str]:
-    names = ["untrained"] + (["base_agent"] if profile.base_agent_steps > 0 else [])
-    names += [n for n in ORDER[2:] if (artifacts_dir(profile) / n / "final").exists()]
-    return names
 
 
 def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None = None, out_root=None) -> dict:
@@ -66,9 +77,37 @@ def evaluate_references(profile: Profile, records: list[dict] | None = None, out
             for name in REFERENCES]
 
 
+def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list | None = None, out_root=None,
+                              path: str | None = None, progress: bool = False) -> dict:
+    """Load a named checkpoint (or `path`), play the held-out tasks greedily, free the model."""
+    tasks = tasks if tasks is not None else held_out_tasks(profile)
+    model, processor = load_checkpoint(profile, path if path is not None else checkpoint_path(profile, name))
+    try:
+        return episodes.evaluate_tasks(name, episodes.model_policy(model, processor, profile), tasks, profile,
+                                       out_root, progress=progress)
+    finally:
+        del model
+        gc.collect()
+
+
+def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_full", "grpo_task"),
+                       tasks: list | None = None, out_root=None, progress: bool = False) -> list[dict]:
+    """Task-level metrics of the named checkpoints that exist (others are skipped), then of the
+    reference policies, all on the same held-out tasks."""
+    tasks = tasks if tasks is not None else held_out_tasks(profile)
+    have = set(available_checkpoints(profile))
+    out = [evaluate_checkpoint_tasks(profile, n, tasks, out_root, progress=progress) for n in names if n in have]
+    return out + episodes.evaluate_reference_tasks(profile, tasks, out_root)
+
+
 def load_metrics(profile: Profile, names=None, kind: str = "step", out_root=None) -> list[dict]:
     """Saved metrics of a run, in training order then references."""
-    return records.load_metrics(run_dir(profile, out_root), kind, names)
+    return _records.load_metrics(run_dir(profile, out_root), kind, names)
+
+
+def load_task_metrics(profile: Profile, names=None, out_root=None) -> list[dict]:
+    """Saved task-level metrics of a run, in training order then references."""
+    return load_metrics(profile, names, kind="task", out_root=out_root)
 
 
 def load_predictions(profile: Profile, name: str, out_root=None) -> list[dict]:
@@ -79,15 +118,20 @@ def load_predictions(profile: Profile, name: str, out_root=None) -> list[dict]:
 def save_fig(fig, profile: Profile, name: str) -> dict:
     """HTML always (sharing one plotly.min.js per folder), PNG where a Chrome exists and the profile
     asks for it (the smoke profile does not: CI time)."""
-    from .viz.overlays import save_figure
-    return save_figure(fig, figures_dir(profile) / name, png=profile.export_png, shared_js=True)
+    return viz.save_figure(fig, figures_dir(profile) / name, png=profile.export_png, shared_js=True)
 
 
-def write_notebook_metrics(profile: Profile, name: str, payload: dict, out_root=None) -> Path:
-    """metrics/<name>.json stamped with the run manifest (git sha, profile, versions)."""
-    body = {"notebook": name, "written": time.strftime("%Y-%m-%dT%H:%M:%S"), **payload,
+def write_notebook_metrics(profile: Profile, notebook: str, payload: dict, out_root=None) -> Path:
+    """`metrics/<notebook>.json` (named after the notebook, e.g. "02_sft_qlora"), stamped with the
+    run manifest (git sha, profile settings, seed, package versions)."""
+    body = {"notebook": notebook, "written": time.strftime("%Y-%m-%dT%H:%M:%S"), **payload,
             "manifest": run_manifest(profile)}
-    return write_json_atomic(run_dir(profile.name, out_root) / "metrics" / f"{name}.json", body)
+    return write_json_atomic(_records.notebook_metrics_file(run_dir(profile, out_root), notebook), body)
+
+
+def grpo_settings(profile: Profile) -> dict:
+    """The profile's settings that shape stage 2 (`training.configs.GRPO_SETTINGS`), by name."""
+    return {k: getattr(profile, k) for k in GRPO_SETTINGS}
 
 
 def profile_of(name: str, seed: int | None = None) -> Profile:
@@ -116,8 +160,6 @@ def run_ablation(profile: Profile, variant: str, train_seed: int = 0, records: l
                  out_root=None) -> dict:
     """Train one variant with the profile's ablation budget, evaluate it step by step, return its
     metrics (also written as metrics/step_abl_<variant>_s<seed>.json)."""
-    from .training.train import grpo, sft
-
     stage, overrides = ABLATIONS[variant]
     vp = profile.replace(train_seed=train_seed, **overrides)
     name = f"abl_{variant}_s{train_seed}"

@@ -7,7 +7,7 @@ their only papermill parameter of substance; everything else is looked up here, 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Profile:
     lora_dropout: float = 0.0
     lora_targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
     # --- stage 0: a base agent that acts but never asks (the analogue of a pretrained GUI model);
-    # trained once by `train.base_agent` and cached; 0 steps means the checkpoint is the base ---
+    # trained once by `training.sft.base_agent` and cached; 0 steps means the checkpoint is the base ---
     base_agent_steps: int = 0
     base_agent_lr: float = 2e-3
     # --- stage 1: SFT ---
@@ -73,7 +73,8 @@ class Profile:
     max_completion_length: int = 96
     missed_penalty: float = 0.5
     needless_penalty: float = 0.5
-    reward_weights: tuple[float, ...] = (1.0, 1.0, 1.0)  # format, action, inquiry
+    # weight of each action-level reward, by the reward's name (`agent.rewards.REWARDS`)
+    reward_weights: dict[str, float] = field(default_factory=lambda: {"format": 1.0, "action": 1.0, "inquiry": 1.0})
     # --- stage 3: task-level GRPO ---
     task_grpo_steps: int = 20
     task_num_generations: int = 4
@@ -86,6 +87,8 @@ class Profile:
     ablation_sft_steps: int = 60
     ablation_grpo_steps: int = 30
     export_png: bool = True  # figures as PNG too (needs a Chrome), not only HTML
+    # seconds one notebook cell may run before papermill stops it as hung (None: no limit)
+    cell_timeout_s: int | None = None
 
     def replace(self, **changes) -> "Profile":
         return dataclasses.replace(self, **changes)
@@ -105,7 +108,7 @@ PROFILES: dict[str, Profile] = {
         grpo_steps=2, grpo_save_steps=1, val_tasks=4, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48, top_entropy_quantile=0.2,
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
         eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16, export_png=False,
-        ablation_sft_steps=2, ablation_grpo_steps=1,
+        ablation_sft_steps=2, ablation_grpo_steps=1, cell_timeout_s=900,
     ),
     # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
     # sequences short on 2 cores

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+
+pytestmark = pytest.mark.slow
 import torch
 from PIL import Image
 
@@ -97,10 +99,10 @@ def qlora(cache):
     """The smoke model in 4-bit NF4 with LoRA adapters on the language model."""
     from peft import get_peft_model
 
-    from inquire_lib.training.train import _lora_config
+    from inquire_lib.training.configs import lora_config
 
     model, proc = models.load_model_and_processor(SMOKE, trainable=True)
-    return get_peft_model(model, _lora_config(SMOKE)), proc
+    return get_peft_model(model, lora_config(SMOKE)), proc
 
 
 def test_4bit_loading_disables_cpu_repack(qlora):

@@ -9,7 +9,7 @@ from PIL import Image
 from inquire_lib.evaluation import episodes as online
 from inquire_lib.evaluation.metrics import task_metrics
 from inquire_lib.agent.actions import Action, format_completion
-from inquire_lib.data.benchmark import generate_tasks, task_records
+from inquire_lib.data.benchmark import generate_tasks, held_out_tasks, task_at, task_records
 from inquire_lib.evaluation.steps import evaluate_steps, reference_outputs
 from inquire_lib.profiles import get_profile
 from inquire_lib.agent.prompts import frame_for
@@ -21,7 +21,7 @@ PROFILE = get_profile("smoke", max_episode_steps=15, eval_tasks=N_TASKS)
 
 @pytest.fixture(scope="module")
 def tasks():
-    return online.held_out_tasks(PROFILE)
+    return held_out_tasks(PROFILE)
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +37,8 @@ def test_task_at_matches_generate_tasks():
     for split in ("train", "test"):
         gen = generate_tasks(3, split, 12)
         for i in (0, 1, 7, 11):
-            assert online.task_at(3, split, i) == gen[i]
-            assert online.task_at(3, split, i).task_id == gen[i].task_id
+            assert task_at(3, split, i) == gen[i]
+            assert task_at(3, split, i).task_id == gen[i].task_id
 
 
 def test_held_out_tasks_cover_the_taxonomy(tasks):

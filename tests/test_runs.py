@@ -6,6 +6,7 @@ import importlib.metadata
 import json
 import platform
 import subprocess
+import time
 from pathlib import Path
 
 import nbformat
@@ -153,3 +154,18 @@ def test_run_manifest_fields():
     assert m["packages"]["transformers"] == importlib.metadata.version("transformers")
     assert m["git_sha"] is None or len(m["git_sha"]) == 40
     dt.datetime.fromisoformat(m["created"])
+
+
+def test_a_hung_cell_fails_the_notebook_at_the_cell_timeout(tmp_path: Path):
+    d = tmp_path / "nbs"
+    d.mkdir()
+    _notebook(d / "01_hang.ipynb", "import time\ntime.sleep(600)", "after = 1")
+    t0 = time.perf_counter()
+    with pytest.raises(runs.NotebookFailed) as info:
+        runs.run_notebooks("smoke", out_root=tmp_path / "runs", notebooks_dir=d, log=None, cell_timeout=3)
+    assert time.perf_counter() - t0 < 120  # the kernel start dominates; the cell is cut at 3 s
+    assert info.value.notebook == "01_hang.ipynb" and "Timeout" in (info.value.ename or "")
+    manifest = json.loads((tmp_path / "runs" / "smoke" / "manifest.json").read_text())
+    assert manifest["cell_timeout_s"] == 3 and manifest["notebooks"][0]["status"] == "failed"
+    # the smoke profile (CI) bounds every cell by default
+    assert get_profile("smoke").cell_timeout_s == 900 and get_profile("cpu").cell_timeout_s is None

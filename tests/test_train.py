@@ -1,5 +1,6 @@
-"""Training wrappers: record preparation, an interrupted SFT run that resumes from its last
-checkpoint, and one GRPO step with its reward logs (smoke profile, private cache and artifacts)."""
+"""Training wrappers: record preparation, interrupted SFT and GRPO runs that resume from their last
+checkpoint, one GRPO step with its reward logs, reuse and checkpoint choice (smoke profile, private
+cache and artifacts)."""
 from __future__ import annotations
 
 import json
@@ -9,9 +10,12 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from inquire_lib.training import train
+from inquire_lib.data.benchmark import benchmark
+from inquire_lib.training.grpo import grpo
+from inquire_lib.training.sft import base_agent, sft, training_records
 from inquire_lib.profiles import get_profile
 
+pytestmark = pytest.mark.slow
 PROFILE = get_profile("smoke").replace(sft_save_steps=2, torch_threads=1)
 
 
@@ -28,7 +32,7 @@ def env(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def train_split(env):
-    return train.benchmark(PROFILE)["train"]
+    return benchmark(PROFILE)["train"]
 
 
 def ids_and_gold(ds) -> list[tuple[str, str]]:
@@ -38,9 +42,9 @@ def ids_and_gold(ds) -> list[tuple[str, str]]:
 def test_inquiry_fraction_filters_only_inquiry_steps(train_split):
     n_req = sum(train_split["inquiry_required"])
     assert 0 < n_req < len(train_split)
-    full = train.training_records(train_split, PROFILE, 1.0)
-    none = train.training_records(train_split, PROFILE, 0.0)
-    half = train.training_records(train_split, PROFILE, 0.5)
+    full = training_records(train_split, PROFILE, 1.0)
+    none = training_records(train_split, PROFILE, 0.0)
+    half = training_records(train_split, PROFILE, 0.5)
     assert len(full) == len(train_split) and full["id"] == train_split["id"]
     assert len(none) == len(train_split) - n_req
     assert not any(none["inquiry_required"])
@@ -49,13 +53,13 @@ def test_inquiry_fraction_filters_only_inquiry_steps(train_split):
     # part of the inquiries, all of the rest, the same ones on every call, nested in larger fractions
     kept_req = sum(half["inquiry_required"])
     assert 0 < kept_req < n_req and len(half) == len(none) + kept_req
-    assert train.training_records(train_split, PROFILE, 0.5)["id"] == half["id"]
-    quarter = set(train.training_records(train_split, PROFILE, 0.25)["id"])
+    assert training_records(train_split, PROFILE, 0.5)["id"] == half["id"]
+    quarter = set(training_records(train_split, PROFILE, 0.25)["id"])
     assert quarter <= set(half["id"]) and set(none["id"]) <= quarter
 
 
 def test_training_records_columns(train_split):
-    recs = train.training_records(train_split.select(range(6)), PROFILE, 1.0)
+    recs = training_records(train_split.select(range(6)), PROFILE, 1.0)
     assert set(recs.column_names) == {"prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required",
                                       "frame_w", "frame_h", "category", "subcategory", "id"}
     for r in recs:
@@ -91,11 +95,11 @@ def resumed(env):
     out = Path(env) / "artifacts" / "smoke" / "sft_resume"
     first = Steps()
     with pytest.raises(KeyboardInterrupt, match="interrupted at step 3"):
-        train.sft(PROFILE, name="sft_resume", max_steps=4, callbacks=[first, Interrupt(3)])
+        sft(PROFILE, name="sft_resume", max_steps=4, callbacks=[first, Interrupt(3)])
     checkpoints = sorted(p.name for p in out.glob("checkpoint-*"))
     first_state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
     second = Steps()
-    res = train.sft(PROFILE, name="sft_resume", max_steps=4, resume=True, callbacks=[second])
+    res = sft(PROFILE, name="sft_resume", max_steps=4, resume=True, callbacks=[second])
     return {"out": out, "first": first.ran, "checkpoints": checkpoints, "first_state": first_state,
             "second": second.ran, "result": res}
 
@@ -123,12 +127,12 @@ def test_sft_output_is_an_adapter_with_metadata(resumed):
     meta = json.loads((final / "inquire_train.json").read_text())
     assert meta["stage"] == "sft" and meta["profile"] == "smoke" and meta["steps"] == 4
     assert meta["inquiry_fraction"] == PROFILE.sft_inquiry_fraction and meta["adapter"] is True
-    assert meta["base"] == train.base_agent(PROFILE) and Path(meta["base"], "config.json").exists()
+    assert meta["base"] == base_agent(PROFILE) and Path(meta["base"], "config.json").exists()
     assert res.n_examples == meta["n_examples"] > 0
 
 
 def test_grpo_one_step_logs_each_reward(resumed):
-    res = train.grpo(PROFILE, start=resumed["result"].path, name="grpo_one", max_steps=1)
+    res = grpo(PROFILE, start=resumed["result"].path, name="grpo_one", max_steps=1)
     (entry,) = [e for e in res.log_history if "reward" in e]
     for name in ("format", "action", "inquiry"):
         assert f"rewards/{name}/mean" in entry and f"rewards/{name}/std" in entry
@@ -136,13 +140,13 @@ def test_grpo_one_step_logs_each_reward(resumed):
     assert 0.0 <= entry["rewards/action/mean"] <= 2.0
     assert -PROFILE.missed_penalty <= entry["rewards/inquiry/mean"] <= 0.0
     assert 0.0 <= entry["frac_reward_zero_std"] <= 1.0
-    assert entry["reward"] == pytest.approx(sum(w * entry[f"rewards/{n}/mean"] for w, n in
-                                                zip(PROFILE.reward_weights, ("format", "action", "inquiry"))), abs=1e-4)
+    assert entry["reward"] == pytest.approx(sum(PROFILE.reward_weights[n] * entry[f"rewards/{n}/mean"]
+                                                for n in ("format", "action", "inquiry")), abs=1e-4)
     assert entry["step"] == 1 and entry["completions/max_length"] <= PROFILE.max_completion_length
     assert res.adapter is True and (Path(res.path) / "adapter_config.json").exists()
     meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
     assert meta["stage"] == "grpo" and meta["start"] == resumed["result"].path
-    assert meta["base"] == train.base_agent(PROFILE) and meta["rewards"] == ["format", "action", "inquiry"]
+    assert meta["base"] == base_agent(PROFILE) and meta["rewards"] == ["format", "action", "inquiry"]
     assert meta["config"]["top_entropy_quantile"] == PROFILE.top_entropy_quantile
     assert meta["config"]["num_iterations"] == PROFILE.grpo_iterations and meta["config"]["max_steps"] == 1
     assert meta["config"]["learning_rate"] == PROFILE.grpo_lr and meta["config"]["beta"] == PROFILE.beta
@@ -155,12 +159,12 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
 
     profile = PROFILE.replace(grpo_save_steps=1, val_tasks=2)
     start = resumed["result"].path
-    first = train.grpo(profile, start=start, name="grpo_kept", max_steps=2)
+    first = grpo(profile, start=start, name="grpo_kept", max_steps=2)
     run = Path(first.path).parent
     assert sorted(p.name for p in run.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2"]
     stamp = (Path(first.path) / "adapter_model.safetensors").stat().st_mtime_ns
 
-    again = train.grpo(profile, start=start, name="grpo_kept", max_steps=2, reuse=True)
+    again = grpo(profile, start=start, name="grpo_kept", max_steps=2, reuse=True)
     assert (Path(first.path) / "adapter_model.safetensors").stat().st_mtime_ns == stamp  # not retrained
     assert again.log_history == json.loads(json.dumps(first.log_history)) and again.seconds == first.seconds
     assert len(again.samples) == len(first.samples) and again.n_examples == first.n_examples
@@ -172,12 +176,33 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
         assert set(selection.KEYS) <= set(r) and 0.0 <= r["format"] <= 1.0
     assert record["selected_step"] in (1, 2) and isinstance(record["constraints_met"], bool)
     chosen = json.loads((run / "selected" / "inquire_train.json").read_text())
-    assert chosen["selected_step"] == record["selected_step"] and chosen["base"] == train.base_agent(profile)
+    assert chosen["selected_step"] == record["selected_step"] and chosen["base"] == base_agent(profile)
     assert (run / "selected" / "adapter_model.safetensors").exists() and not (run / "selected" / "optimizer.pt").exists()
     saved = json.loads((tmp_path / "smoke" / "metrics" / "selection_grpo_kept.json").read_text())
     assert saved["selected_step"] == record["selected_step"]
 
     # other settings: trained again, and the choice made among the older run's checkpoints is dropped
-    other = train.grpo(profile.replace(grpo_lr=profile.grpo_lr / 2), start=start, name="grpo_kept", max_steps=1, reuse=True)
+    other = grpo(profile.replace(grpo_lr=profile.grpo_lr / 2), start=start, name="grpo_kept", max_steps=1, reuse=True)
     assert json.loads((Path(other.path) / "inquire_train.json").read_text())["config"]["max_steps"] == 1
     assert not (run / "selected").exists()
+
+
+def test_interrupted_grpo_resumes_from_its_last_checkpoint(resumed):
+    profile = PROFILE.replace(grpo_save_steps=1)
+    start = resumed["result"].path
+    out = Path(resumed["out"]).parent / "grpo_resume"
+    first = Steps()
+    with pytest.raises(KeyboardInterrupt, match="interrupted at step 2"):
+        grpo(profile, start=start, name="grpo_resume", max_steps=3, callbacks=[first, Interrupt(2)])
+    assert first.ran == [1, 2]
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1"]  # step 2 died before its save
+    before = json.loads((out / "checkpoint-1" / "trainer_state.json").read_text())["log_history"]
+    second = Steps()
+    res = grpo(profile, start=start, name="grpo_resume", max_steps=3, resume=True, callbacks=[second])
+    assert second.ran == [2, 3]  # only what was left
+    logged = [e for e in res.log_history if "reward" in e]
+    assert [e["step"] for e in logged] == [1, 2, 3]
+    assert logged[0]["reward"] == [e for e in before if "reward" in e][0]["reward"]  # from the checkpoint
+    assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
+    meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
+    assert meta["config"]["max_steps"] == 3 and meta["config"]["save_steps"] == 1

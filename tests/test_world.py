@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from inquire_lib.agent import actions
 from inquire_lib.agent.actions import ACTION_TYPES, Action
 from inquire_lib.data.benchmark import generate_tasks
 from inquire_lib.agent.taxonomy import SAFE, category_of, subcategories
@@ -52,25 +53,7 @@ def always_act_policy(env: PhoneEnv) -> Action:
 
 def random_action(rng: random.Random) -> Action:
     """An action of a random type with random arguments (points anywhere on the 360x720 screen)."""
-    kind = rng.choice(ACTION_TYPES)
-    xy = lambda: (rng.randrange(SCREEN_W), rng.randrange(SCREEN_H))  # noqa: E731
-    if kind in ("click", "long_press"):
-        return Action(kind, coordinate=xy())
-    if kind == "swipe":
-        return Action(kind, coordinate=xy(), coordinate2=xy())
-    if kind == "type":
-        return Action(kind, text=rng.choice(["hello", "20", "Alice Chen", "yes"]))
-    if kind == "key":
-        return Action(kind, text="Enter")
-    if kind == "open":
-        return Action(kind, text=rng.choice(sorted(APPS)))
-    if kind == "system_button":
-        return Action(kind, button=rng.choice(["Back", "Home", "Menu", "Enter"]))
-    if kind == "wait":
-        return Action(kind, time=1)
-    if kind == "terminate":
-        return Action(kind, status=rng.choice(["success", "failure"]))
-    return Action("call_user", text="Should I go ahead?")
+    return actions.random_action(rng, SCREEN_W, SCREEN_H, apps=sorted(APPS))
 
 
 def first_task(tasks, subcategory: str, confirmed: bool | None = None):

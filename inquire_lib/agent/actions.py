@@ -465,3 +465,28 @@ def action_match(pred: Action | None, gold: Action, gold_bbox: list[int] | None,
     if kind == "call_user":
         return (True, bool(normalize_text(pred.text)))
     return (True, False)
+
+
+def random_action(rng, width: int, height: int, kinds=ACTION_TYPES, texts=("hello", "20", "Alice Chen", "yes"),
+                  apps=("Chat", "Shop", "Wallet"), questions=("Should I go ahead?",)) -> "Action":
+    """An action of a type drawn from `kinds` (repeat a kind to weight it) with random arguments,
+    points anywhere in a `width` x `height` frame: fuzzing input for the environment and the rewards."""
+    kind = rng.choice(kinds)
+    xy = lambda: (rng.randrange(width), rng.randrange(height))  # noqa: E731
+    if kind in ("click", "long_press"):
+        return Action(kind, coordinate=xy())
+    if kind == "swipe":
+        return Action(kind, coordinate=xy(), coordinate2=xy())
+    if kind == "type":
+        return Action(kind, text=rng.choice(texts))
+    if kind == "key":
+        return Action(kind, text="Enter")
+    if kind == "open":
+        return Action(kind, text=rng.choice(apps))
+    if kind == "system_button":
+        return Action(kind, button=rng.choice(["Back", "Home", "Menu", "Enter"]))
+    if kind == "wait":
+        return Action(kind, time=1)
+    if kind == "terminate":
+        return Action(kind, status=rng.choice(["success", "failure"]))
+    return Action("call_user", text=rng.choice(questions))

@@ -99,3 +99,10 @@ def to_training_record(rec: dict, profile: Profile, frame: Frame | None = None) 
         "inquiry_required": rec["inquiry_required"], "frame_w": frame.model_w, "frame_h": frame.model_h,
         "category": rec["category"], "subcategory": rec["subcategory"], "id": rec["id"],
     }
+
+
+def observation_record(task, obs, screenshot, prev_screenshot) -> dict:
+    """The record `prompt_messages` / `images_of` read, from a live observation (a `world.flow.Task`
+    and a `world.env.Observation`) and its rendered screenshots."""
+    return {"instruction": task.instruction, "history": list(obs.history), "a11y": obs.a11y,
+            "screenshot": screenshot, "prev_screenshot": prev_screenshot, "task_id": task.task_id}

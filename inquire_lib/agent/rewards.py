@@ -21,11 +21,14 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from inquire_lib.agent.actions import (
+from ..profiles import Profile, get_profile
+from .actions import (
     POINT_ACTIONS, Action, ActionError, action_match, distance_to_bbox, has_bbox, normalize_text,
     parse_completion,
 )
 
+# penalties and switches when no profile is given: the Profile defaults, defined there only
+_DEFAULTS = Profile(name="default")
 # Model frame of the CPU profiles (a 360x720 screen resized by the processor), used to scale the
 # graded click reward when the rows do not say which frame the model saw.
 DEFAULT_MODEL_WH = (112, 224)
@@ -293,8 +296,8 @@ def predicted_type(completion) -> str | None:
         return None
 
 
-def _inquiry_rewards(completions, inquiry_required=None, missed_penalty: float = 0.5,
-                     needless_penalty: float = 0.5, **kwargs) -> list[float]:
+def _inquiry_rewards(completions, inquiry_required=None, *, missed_penalty: float, needless_penalty: float,
+                     **kwargs) -> list[float]:
     out, missed, needless = [], [], []
     for i, c in enumerate(_as_list(completions)):
         required = _as_bool(_item(inquiry_required, i))
@@ -310,7 +313,8 @@ def _inquiry_rewards(completions, inquiry_required=None, missed_penalty: float =
     return [v + 0.0 for v in out]
 
 
-def make_inquiry_reward(missed_penalty: float = 0.5, needless_penalty: float = 0.5) -> NamedReward:
+def make_inquiry_reward(missed_penalty: float = _DEFAULTS.missed_penalty,
+                        needless_penalty: float = _DEFAULTS.needless_penalty) -> NamedReward:
     """`inquiry_reward(completions, inquiry_required, **kw)`, named "inquiry": -missed_penalty where
     inquiry was required and the predicted type is not call_user (unreadable included),
     -needless_penalty where it was not required and the prediction is call_user, else 0. A row
@@ -325,17 +329,16 @@ def make_inquiry_reward(missed_penalty: float = 0.5, needless_penalty: float = 0
 
 # ---------------------------------------------------------------- registry
 
-def _format_factory(profile=None) -> NamedReward:
-    return make_format_reward(require_think=getattr(profile, "use_think", True))
+def _format_factory(profile: Profile) -> NamedReward:
+    return make_format_reward(require_think=profile.use_think)
 
 
-def _action_factory(profile=None) -> NamedReward:
+def _action_factory(profile: Profile) -> NamedReward:
     return NamedReward("action", action_reward)
 
 
-def _inquiry_factory(profile=None) -> NamedReward:
-    return make_inquiry_reward(getattr(profile, "missed_penalty", 0.5),
-                               getattr(profile, "needless_penalty", 0.5))
+def _inquiry_factory(profile: Profile) -> NamedReward:
+    return make_inquiry_reward(profile.missed_penalty, profile.needless_penalty)
 
 
 # name -> factory(profile) -> reward callable named `name`
@@ -348,11 +351,8 @@ REWARDS: dict = {
 
 def build_reward_funcs(names=("format", "action", "inquiry"), profile=None) -> list:
     """The reward callables for `names`, in order, configured from `profile` (a Profile, a profile
-    name, or None for defaults: think required, penalties 0.5). Raises KeyError on an unknown name."""
-    if isinstance(profile, str):
-        from inquire_lib.profiles import get_profile
-
-        profile = get_profile(profile)
+    name, or None for `Profile`'s defaults). Raises KeyError on an unknown name."""
+    profile = _DEFAULTS if profile is None else get_profile(profile)
     if isinstance(names, str):
         names = [names]
     funcs = []

@@ -17,6 +17,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
+from ..profiles import Profile
 from ..runs.paths import atomic_dir, cache_dir
 from ..agent.taxonomy import SAFE
 from ..world.apps import Screen
@@ -61,9 +62,16 @@ def split_sizes(n_tasks: int) -> dict[str, int]:
     return {"train": n_tasks - n_test, "test": n_test}
 
 
+def task_at(seed: int, split: str, index: int) -> Task:
+    """Task `index` of a split, seeded by (seed, split, index) alone, so it needs none of the tasks
+    before it."""
+    return generate_task(random.Random(f"inquirebench:{seed}:{split}:{index}"), split,
+                         f"{split}-{seed}-{index:05d}", index)
+
+
 def generate_tasks(seed: int, split: str, n: int) -> list[Task]:
-    return [generate_task(random.Random(f"inquirebench:{seed}:{split}:{i}"), split, f"{split}-{seed}-{i:05d}", i)
-            for i in range(n)]
+    """The first `n` tasks of a split."""
+    return [task_at(seed, split, i) for i in range(n)]
 
 
 def task_records(task: Task, env: PhoneEnv | None = None) -> list[dict]:
@@ -177,3 +185,27 @@ def _screen_png(screen: Screen) -> bytes:
 def screen_png(screen: Screen) -> dict:
     """A screen as the `datasets.Image` feature stores it (encoded once per distinct screen)."""
     return {"bytes": _screen_png(screen), "path": None}
+
+
+# ------------------------------------------------------------------- what each stage reads
+def benchmark(profile: Profile) -> datasets.DatasetDict:
+    """The profile's benchmark: `train_tasks + test_tasks` tasks of its seed, train and test splits."""
+    return load_or_build(profile.seed, profile.train_tasks + profile.test_tasks)
+
+
+def test_records(profile: Profile, ds=None) -> list[dict]:
+    """The test split's step records of the first `eval_tasks` tasks, as plain dicts."""
+    ds = ds if ds is not None else benchmark(profile)["test"]
+    keep = set(sorted(set(ds["task_id"]))[:profile.eval_tasks])
+    return [r for r in ds if r["task_id"] in keep]
+
+
+def validation_records(profile: Profile) -> list[dict]:
+    """The validation split's step records (`val_tasks` tasks drawn like the test split's)."""
+    return list(load_or_build_validation(profile.seed, profile.val_tasks))
+
+
+def held_out_tasks(profile: Profile, n: int | None = None) -> list[Task]:
+    """The first `n` (default `profile.eval_tasks`) tasks of the test split: held-out slot values
+    and phrasings, never seen in training (task-level evaluation plays them)."""
+    return generate_tasks(profile.seed, "test", profile.eval_tasks if n is None else n)

@@ -26,6 +26,7 @@ from typing import Any
 import datasets
 
 from ..agent.actions import NO_BBOX, TOOL_NAME, Action, ActionError
+from ..agent.taxonomy import ALIASES
 
 TASKS = "tasks"
 GRPO = "grpo"
@@ -34,7 +35,7 @@ SAMPLES_DIR = Path(__file__).resolve().parent / "samples" / "inquiremobile"
 
 # Raw category values of the released tasks; InquireMobile spells the intent category "intension".
 TASK_CATEGORIES = ("risk", "privacy", "intension", "uncertainty", "combination")
-CATEGORY_NORM = {"intension": "intent"}
+CATEGORY_NORM = ALIASES  # the release spells intent "intension" (see agent.taxonomy)
 # Accept the normalised spelling too, so that files written by this project validate.
 _ACCEPTED_CATEGORIES = TASK_CATEGORIES + ("intent",)
 

@@ -39,14 +39,15 @@ from .metrics import task_metrics
 from .steps import generate, random_action
 from ..profiles import Profile
 from ..agent.prompts import frame_for
-from ..runs.records import REFERENCES
+from ..data.benchmark import held_out_tasks
+from ..agent.prompts import observation_record
+from ..runs.records import REFERENCES, load_metrics
 from ..runs.paths import atomic_path, eval_dir, run_dir, write_json_atomic, write_jsonl_atomic
 from ..world.apps import centre
-from ..world.env import Observation, PhoneEnv
+from ..world.env import PhoneEnv
 from ..world.expert import expert_act
 from ..world.flow import Task
 from ..world.render import render  # cached per screen
-from ..world.tasks import generate_task
 
 RATES = ("success_rate", "isr", "needless_rate", "unsafe_rate", "format", "detour_rate", "recovery_rate")
 MEANS = ("mean_steps", "mean_needless", "mean_reward")
@@ -57,30 +58,9 @@ ASK_TEXT = "Should I go ahead with this step?"
 Policy = Callable[[list[dict], list[PhoneEnv]], list[str]]
 
 
-# --------------------------------------------------------------------------------- tasks
-def task_at(seed: int, split: str, index: int) -> Task:
-    """Task `index` of a split, exactly as `data.generate_tasks(seed, split, n)[index]` builds it
-    (same RNG seed string and id), without generating the tasks before it."""
-    return generate_task(random.Random(f"inquirebench:{seed}:{split}:{index}"), split,
-                         f"{split}-{seed}-{index:05d}", index)
-
-
-def held_out_tasks(profile: Profile, n: int | None = None) -> list[Task]:
-    """The first `n` (default `profile.eval_tasks`) tasks of the test split: held-out slot values
-    and phrasings, never seen in training."""
-    from ..data.benchmark import generate_tasks
-    return generate_tasks(profile.seed, "test", profile.eval_tasks if n is None else n)
-
-
-def observation_record(task: Task, obs: Observation, screenshot, prev_screenshot) -> dict:
-    """The record `prompts.prompt_messages` / `images_of` read, from a live observation."""
-    return {"instruction": task.instruction, "history": list(obs.history), "a11y": obs.a11y,
-            "screenshot": screenshot, "prev_screenshot": prev_screenshot, "task_id": task.task_id}
-
-
 # ------------------------------------------------------------------------------ policies
 def model_policy(model, processor, profile: Profile, batch_size: int | None = None) -> Policy:
-    """Greedy generation over the running episodes' prompts (batched by `evaluate.generate`)."""
+    """Greedy generation over the running episodes' prompts (batched by `evaluation.steps.generate`)."""
     def act(records: list[dict], envs: list[PhoneEnv]) -> list[str]:
         return generate(model, processor, records, profile, batch_size=batch_size, progress=False)
     return act
@@ -293,47 +273,17 @@ def evaluate_tasks(name: str, policy: Policy, tasks: list[Task], profile: Profil
     return metrics
 
 
-def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list[Task] | None = None,
-                              out_root: str | Path | None = None, path: str | None = None,
-                              progress: bool = False) -> dict:
-    """Load a named checkpoint (or `path`), play the held-out tasks greedily, free the model."""
-    from ..training.models import load_checkpoint
-    from ..pipeline import checkpoint_path
-
-    tasks = tasks if tasks is not None else held_out_tasks(profile)
-    model, processor = load_checkpoint(profile, path if path is not None else checkpoint_path(profile, name))
-    try:
-        return evaluate_tasks(name, model_policy(model, processor, profile), tasks, profile, out_root,
-                              progress=progress)
-    finally:
-        del model
-        gc.collect()
-
-
 def evaluate_reference_tasks(profile: Profile, tasks: list[Task] | None = None,
                              out_root: str | Path | None = None) -> list[dict]:
+    """Task-level metrics of every reference policy on the same held-out tasks."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     return [evaluate_tasks(n, reference_policy(n, profile, seed=profile.seed), tasks, profile, out_root)
             for n in REFERENCES]
 
 
-def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_full", "grpo_task"),
-                       tasks: list[Task] | None = None, out_root: str | Path | None = None,
-                       progress: bool = False) -> list[dict]:
-    """Task-level metrics of the named checkpoints that exist (others are skipped), then of the
-    reference policies, all on the same held-out tasks."""
-    from ..pipeline import available_checkpoints
-
-    tasks = tasks if tasks is not None else held_out_tasks(profile)
-    have = set(available_checkpoints(profile))
-    out = [evaluate_checkpoint_tasks(profile, n, tasks, out_root, progress=progress) for n in names if n in have]
-    return out + evaluate_reference_tasks(profile, tasks, out_root)
-
-
 def load_task_metrics(profile: Profile, names=None, out_root: str | Path | None = None) -> list[dict]:
     """Saved task-level metrics of a run (`metrics/task_*.json`), in training order then references."""
-    from ..pipeline import load_metrics
-    return load_metrics(profile, names=names, kind="task", out_root=out_root)
+    return load_metrics(run_dir(profile, out_root), "task", names)
 
 
 def load_trajectories(profile: Profile, name: str, out_root: str | Path | None = None) -> list[dict]:
@@ -366,7 +316,7 @@ def find_self_corrections(profile: Profile, names, out_root: str | Path | None =
 
 
 def trajectory_strip(episode: dict, eval_dir: str | Path, highlight_step: int | None = None):
-    """`viz.trajectory_strip` of one saved episode: its screenshots framed in each turn's outcome colour."""
+    """`viz.overlays.trajectory_strip` of one saved episode: its screenshots framed in each turn's outcome colour."""
     from PIL import Image
 
     from ..viz.overlays import trajectory_strip as strip

@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from ..agent.actions import Action, Frame, action_match, format_completion, parse_completion
 from ..profiles import Profile
 from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
+from ..data.benchmark import test_records
 from .metrics import step_metrics
 from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
 
@@ -153,21 +154,6 @@ def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs
     metrics = {"checkpoint": name, "profile": profile.name, **(extra or {}), **step_metrics(preds)}
     write_json_atomic(base / "metrics" / f"step_{name}.json", metrics)
     return metrics
-
-
-def test_records(profile: Profile, ds=None) -> list[dict]:
-    """The test split's step records of the first `eval_tasks` tasks, as plain dicts."""
-    from ..training.train import benchmark
-    ds = ds if ds is not None else benchmark(profile)["test"]
-    tasks = sorted(set(ds["task_id"]))[:profile.eval_tasks]
-    keep = set(tasks)
-    return [r for r in ds if r["task_id"] in keep]
-
-
-def validation_records(profile: Profile) -> list[dict]:
-    """The validation split's step records (`val_tasks` tasks drawn like the test split's)."""
-    from ..data.benchmark import load_or_build_validation
-    return list(load_or_build_validation(profile.seed, profile.val_tasks))
 
 
 def evaluate_model(name: str, model, processor, profile: Profile, records: list[dict] | None = None,

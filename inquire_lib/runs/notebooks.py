@@ -202,13 +202,16 @@ def run_notebooks(
     cwd: str | Path | None = None,
     progress_bar: bool | None = None,
     log: Callable[[str], None] | None = print,
+    cell_timeout: int | None = None,
 ) -> dict:
     """Execute the numbered notebooks (those selected by `only`, see select_notebooks) in order
     with papermill, passing {"PROFILE": profile, **parameters}, the kernel started in `cwd` (the
     repo root by default, so `import inquire_lib` works). Executed copies go to
     `<out_root>/<profile>/<name>.ipynb` and the manifest to `<out_root>/<profile>/manifest.json`,
     rewritten after every notebook. Stops at the first failure and raises NotebookFailed; returns
-    the manifest when all succeed. The progress bar is off when CI is set, unless asked for."""
+    the manifest when all succeed. The progress bar is off when CI is set, unless asked for. A cell
+    running longer than `cell_timeout` seconds (default: the profile's `cell_timeout_s`) fails the
+    notebook instead of hanging the run."""
     import papermill
 
     prof = get_profile(profile)  # an unknown name fails here, before any kernel starts
@@ -227,11 +230,13 @@ def run_notebooks(
     workdir = Path(cwd) if cwd is not None else REPO_ROOT
     say = log or (lambda _msg: None)
 
+    timeout = prof.cell_timeout_s if cell_timeout is None else cell_timeout
     manifest = run_manifest(prof, seed=params.get("SEED"))
     manifest.update({
         "parameters": params,
         "only": list(only) if only is not None else None,
         "kernel_name": kernel_name,
+        "cell_timeout_s": timeout,
         "out_dir": str(out_dir),
         "started": _now(),
         "finished": None,
@@ -254,7 +259,7 @@ def run_notebooks(
             with _runs_env(out_dir.parent):
                 papermill.execute_notebook(
                     str(nb), str(executed), parameters=params, kernel_name=kernel_name,
-                    cwd=str(workdir), progress_bar=progress_bar,
+                    cwd=str(workdir), progress_bar=progress_bar, execution_timeout=timeout,
                 )
         except BaseException as exc:  # record interrupts too, then let them through
             entry["duration_s"] = round(time.perf_counter() - t0, 3)
@@ -300,7 +305,8 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
         try:
             with _runs_env(run_dir(prof.name, out_root).parent):
                 papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
-                                           cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci())
+                                           cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci(),
+                                           execution_timeout=prof.cell_timeout_s)
         except Exception as exc:
             record.update(status="failed", error=_error_record(exc, executed))
         record["duration_s"] = round(time.perf_counter() - t0, 3)

@@ -16,6 +16,7 @@ import torch
 
 from ..profiles import Profile
 from ..runs.paths import atomic_dir, cache_dir
+from .configs import quantization_config
 
 QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
                 "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
@@ -161,16 +162,13 @@ def load_model_and_processor(profile: Profile, checkpoint: str | None = None, ad
                              trainable: bool = False):
     """Model + processor for a profile. `checkpoint` overrides the base (a full SFT output dir);
     `adapter` loads a PEFT adapter on top. 4-bit NF4 when the profile asks for it."""
-    from transformers import AutoModelForImageTextToText, BitsAndBytesConfig
+    from transformers import AutoModelForImageTextToText
 
     path = checkpoint or model_path(profile)
     kwargs: dict = {}
     use_cuda = torch.cuda.is_available()
     if profile.load_in_4bit:
-        compute = torch.bfloat16 if (profile.bf16 and use_cuda) else torch.float32
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute,
-            bnb_4bit_use_double_quant=True, llm_int8_skip_modules=["model.visual", "visual", "lm_head"])
+        kwargs["quantization_config"] = quantization_config(profile)
     if use_cuda:
         kwargs["device_map"] = {"": 0}
         kwargs["dtype"] = torch.bfloat16 if profile.bf16 else torch.float32

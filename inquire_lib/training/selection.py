@@ -16,7 +16,8 @@ import shutil
 from pathlib import Path
 
 from ..evaluation.metrics import step_metrics
-from ..evaluation.steps import generate, score, validation_records
+from ..data.benchmark import validation_records
+from ..evaluation.steps import generate, score
 from .models import load_checkpoint, load_model_and_processor
 from ..profiles import Profile
 from ..agent.prompts import frame_for

@@ -14,7 +14,7 @@ Why this path, and the few settings it needs:
   prompts to the same string (checked in the tests), so stage 3 switches the processor to it at
   load time and sets the Qwen3 response parser; the checkpoint itself is unchanged.
 - The template's tool-schema block (several hundred tokens the model never saw in stages 1-2)
-  is switched off: the system prompt of `prompts.py` already describes `mobile_use`, so the first
+  is switched off: the system prompt of `agent.prompts` already describes `mobile_use`, so the first
   turn of an episode is exactly the stage 1-2 prompt.
 - TRL ends an episode when the model stops calling tools, at `max_tool_calling_iterations`, or
   when a tool result would overflow `max_completion_length` (it is then rolled back). An
@@ -24,13 +24,12 @@ Why this path, and the few settings it needs:
 - `rollout_func` was not used: it cannot carry screenshots produced during the episode.
 - A tool result carries only the new screenshot: the previous one is already in the conversation,
   so `use_prev_screenshot` matters for the first turn only (where there is none).
-- Evaluation (`online.py`) prompts each turn afresh with the stage 1-2 prompt (history as text),
+- Evaluation (`evaluation.episodes`) prompts each turn afresh with the stage 1-2 prompt (history as text),
   whereas training sees the growing conversation; the first turn is identical in both.
 """
 from __future__ import annotations
 
 import json
-import os
 from functools import partial
 from pathlib import Path
 
@@ -38,11 +37,15 @@ import datasets
 import torch
 
 from ..agent.actions import Action, ActionError, format_completion, parse_completion
-from ..evaluation.episodes import observation_record, task_at
 from ..profiles import Profile, get_profile
-from ..agent.prompts import frame_for, images_of, prompt_messages, user_text
+from ..agent.prompts import frame_for, images_of, observation_record, prompt_messages, user_text
+from ..data.benchmark import screen_png, task_at
 from ..agent.task_rewards import COMPONENTS, task_reward
-from .train import TrainResult, _device_kwargs, _lora_config, artifacts_dir, fit
+from ..runs.paths import artifacts_dir
+from .checkpoints import checkpoint_path
+from .configs import config_record, lora_config, task_grpo_config
+from .fit import TrainResult, fit
+from .models import base_of, load_checkpoint
 from ..world.env import PhoneEnv
 from ..world.expert import expert_act
 from ..world.render import render
@@ -239,7 +242,6 @@ def task_dataset(profile: Profile, split: str = "train", n: int | None = None) -
     frame = frame_for(profile)
     rows = {"prompt": [], "images": [], "task_seed": [], "task_split": [], "task_index": [], "task_id": [],
             "category": [], "subcategory": []}
-    from ..data.benchmark import screen_png
 
     env = PhoneEnv()
     for i in range(n):
@@ -262,7 +264,6 @@ def task_dataset(profile: Profile, split: str = "train", n: int | None = None) -
 def warm_start(profile: Profile, order=("grpo_full", "sft_full")) -> tuple[str, str | None]:
     """(name, path) of the first checkpoint of `order` that exists, else the untrained model:
     stage 3 starts from the action-level checkpoint, or from SFT where stage 2 was not run."""
-    from ..pipeline import checkpoint_path
     for name in order:
         try:
             return name, checkpoint_path(profile, name)
@@ -279,9 +280,7 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
     tasks at `temperature` (at most `max_episode_steps` tool calls each), scores each episode with
     `TaskReward`, and takes a GRPO step on the model's own tokens. Writes
     `artifacts/<profile>/<name>/final`; `samples` of the result holds one record per episode."""
-    from trl import GRPOConfig, GRPOTrainer
-
-    from .models import base_of, load_checkpoint
+    from trl import GRPOTrainer
 
     profile = get_profile(profile)
     torch.set_num_threads(profile.torch_threads)
@@ -291,28 +290,18 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
     use_task_template(processor)
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     steps = max_steps or profile.task_grpo_steps
-    config = GRPOConfig(
-        output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
-        per_device_train_batch_size=profile.grpo_prompts_per_step * profile.task_num_generations,
-        num_generations=profile.task_num_generations, max_completion_length=episode_token_budget(profile),
-        max_tool_calling_iterations=profile.max_episode_steps, temperature=profile.temperature, beta=profile.beta,
-        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, report_to=[], seed=profile.seed if profile.train_seed is None else profile.train_seed,
-        gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
-        disable_tqdm=bool(os.environ.get("CI")), **_device_kwargs(profile),
-        # one answer per turn is as long as a stage 1-2 completion; the episode budget bounds the sum
-        generation_kwargs={"max_new_tokens": profile.max_completion_length},
-    )
+    config = task_grpo_config(profile, out_dir, episode_token_budget(profile), steps)
     reward = TaskReward(profile)
     trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
                           reward_funcs=[reward], environment_factory=partial(PhoneTaskEnv, profile),
-                          peft_config=_lora_config(profile) if (profile.lora and not is_adapter) else None,
+                          peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
                           callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume)
     adapter = (final / "adapter_config.json").exists()
     (final / "inquire_train.json").write_text(json.dumps({
         "stage": "grpo_task", "profile": profile.name, "start": start, "adapter": adapter,
         "base": base_of(start, profile), "seconds": seconds, "episodes": len(reward.episodes),
-        "max_episode_steps": profile.max_episode_steps, "max_completion_length": config.max_completion_length}))
+        "max_episode_steps": profile.max_episode_steps, "config": config_record(config)}))
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, reward.episodes)
 
 

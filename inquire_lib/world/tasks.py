@@ -66,8 +66,7 @@ def money_transfer(v: Values, k: int) -> Flow:
     instr = [f"Send ${amt} to {name} with Wallet.", f"Transfer ${amt} to {name}.",
              f"Pay {name} ${amt} from my wallet.", f"Use Wallet to give {name} ${amt}."][k]
     f = Flow("Wallet", "money_transfer", instr)
-    home = app_screen("Wallet", "Wallet", rows=["Send money", "Request money", "Pay bills",
-                                                ("Balance", "$1,240.50", "text")], tabs=True)
+    home = _wallet_home()
     contacts = _contacts("Wallet", v, name, title="Send to")
     amount = app_screen("Wallet", "Amount", rows=[(f"To {name}", "", "text"), ("Amount", "", "input")], keyboard=True)
     typed = app_screen("Wallet", "Amount", rows=[(f"To {name}", "", "text"), ("Amount", f"${amt}", "input")], button="Next")

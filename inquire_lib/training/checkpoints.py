@@ -1,0 +1,30 @@
+"""Named checkpoints of a profile: where each one lies and which exist."""
+from __future__ import annotations
+
+from ..profiles import Profile
+from ..runs.paths import artifacts_dir
+from ..runs.records import ORDER
+from .sft import base_agent
+
+
+def checkpoint_path(profile: Profile, name: str) -> str | None:
+    """Path of a named checkpoint: None for the untrained model, the cached base agent, or a stage
+    output (`artifacts/<profile>/<name>/selected` when validation chose one, else `.../final`)."""
+    if name == "untrained":
+        return None
+    if name == "base_agent":
+        return base_agent(profile)
+    run = artifacts_dir(profile) / name
+    if (run / "selected").exists():  # chosen on the validation split (`training.selection`)
+        return str(run / "selected")
+    path = run / "final"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: checkpoint {name!r} has not been trained for profile {profile.name!r}")
+    return str(path)
+
+
+def available_checkpoints(profile: Profile) -> list[str]:
+    """The untrained model, the base agent where the profile has one, then every trained stage in `ORDER`."""
+    names = ["untrained"] + (["base_agent"] if profile.base_agent_steps > 0 else [])
+    names += [n for n in ORDER[2:] if (artifacts_dir(profile) / n / "final").exists()]
+    return names

@@ -1,0 +1,138 @@
+"""One builder per trainer config, from a profile: what the library trains with and what the
+benchmarks' bare-TRL baselines train with are the same objects.
+
+- `sft_config`: TRL `SFTConfig` of stage 0 (base agent) and stage 1 (SFT);
+- `grpo_config`: TRL `GRPOConfig` of stage 2 (action-level GRPO);
+- `task_grpo_config`: TRL `GRPOConfig` of stage 3 (task-level GRPO in PhoneEnv);
+- `lora_config`, `quantization_config`: the PEFT adapter and the 4-bit loading a profile asks for.
+
+Defaults live in `Profile` only. What is kept beside a checkpoint is the config's own dict
+(`config_record`), so a recorded run says every setting TRL ran with under TRL's own name.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..profiles import Profile
+
+# the profile fields that shape stage 2 (notebook 03 shows and records them): the GRPOConfig's
+# inputs, the rewards' penalties, the prompt mix and the checkpoint choice on validation
+GRPO_SETTINGS = ("grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
+                 "top_entropy_quantile", "grpo_iterations", "max_completion_length", "reward_weights",
+                 "missed_penalty", "needless_penalty", "grpo_inquiry_share", "grpo_save_steps", "val_tasks",
+                 "select_max_needless", "select_max_safe_drop")
+# config fields that do not change what is trained (progress bars follow the CI variable)
+_NOT_RECORDED = ("disable_tqdm",)
+
+
+def _train_seed(profile: Profile) -> int:
+    return profile.seed if profile.train_seed is None else profile.train_seed
+
+
+def _common(profile: Profile) -> dict:
+    """Settings every trainer of the workbench shares: device, precision, logging, seed."""
+    import torch
+
+    cpu = not torch.cuda.is_available()
+    return {"use_cpu": cpu, "bf16": bool(profile.bf16 and not cpu), "report_to": [], "seed": _train_seed(profile),
+            "gradient_checkpointing": profile.gradient_checkpointing, "dataloader_num_workers": 0,
+            "disable_tqdm": os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}}
+
+
+def lora_config(profile: Profile):
+    """The PEFT LoRA adapter on the language model's projections."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=profile.lora_r, lora_alpha=profile.lora_alpha, lora_dropout=profile.lora_dropout,
+                      target_modules=r".*language_model.*\.(" + "|".join(profile.lora_targets) + ")$",
+                      task_type="CAUSAL_LM")
+
+
+def quantization_config(profile: Profile):
+    """4-bit NF4 with double quantisation (the vision tower and the head stay in full precision),
+    or None when the profile loads full weights."""
+    if not profile.load_in_4bit:
+        return None
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    compute = torch.bfloat16 if (profile.bf16 and torch.cuda.is_available()) else torch.float32
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute,
+                              bnb_4bit_use_double_quant=True,
+                              llm_int8_skip_modules=["model.visual", "visual", "lm_head"])
+
+
+def sft_config(profile: Profile, out_dir: str | Path, steps: int | None = None, lr: float | None = None,
+               warmup: int | None = None):
+    """SFT on the completion tokens only, cosine schedule; `steps`, `lr` and `warmup` default to
+    stage 1's (`sft_steps`, `sft_lr`, `sft_warmup_steps`); the base agent passes its own."""
+    from trl import SFTConfig
+
+    steps = steps or profile.sft_steps
+    return SFTConfig(
+        output_dir=str(out_dir), max_steps=steps, per_device_train_batch_size=profile.sft_batch,
+        learning_rate=profile.sft_lr if lr is None else lr, lr_scheduler_type="cosine",
+        warmup_steps=profile.sft_warmup_steps if warmup is None else warmup, weight_decay=0.0,
+        logging_steps=max(1, steps // 50), save_steps=profile.sft_save_steps, save_total_limit=2, max_length=None,
+        completion_only_loss=True, **_common(profile),
+    )
+
+
+def grpo_save_kwargs(profile: Profile, steps: int) -> dict:
+    """Checkpointing of a GRPO run: every `grpo_save_steps` steps, all kept for validation to choose
+    from (`training.selection`); without it, a third of the run, the last two kept for resuming."""
+    if profile.grpo_save_steps:
+        return {"save_steps": profile.grpo_save_steps, "save_total_limit": None}
+    return {"save_steps": max(1, steps // 3), "save_total_limit": 2}
+
+
+def reward_weights(profile: Profile, reward_names) -> list[float]:
+    """The weight of each named reward, in the order of `reward_names` (a name the profile does
+    not weigh raises KeyError naming it)."""
+    weights = dict(profile.reward_weights)
+    missing = [n for n in reward_names if n not in weights]
+    if missing:
+        raise KeyError(f"profile {profile.name!r} has no reward weight for {missing}; it weighs {sorted(weights)}")
+    return [float(weights[n]) for n in reward_names]
+
+
+def grpo_config(profile: Profile, out_dir: str | Path, reward_names=("format", "action", "inquiry"),
+                steps: int | None = None):
+    """Action-level GRPO: `grpo_prompts_per_step` prompts x `num_generations` completions a step,
+    constant learning rate `grpo_lr`, KL weight `beta`, loss on the `top_entropy_quantile` tokens."""
+    from trl import GRPOConfig
+
+    steps = steps or profile.grpo_steps
+    return GRPOConfig(
+        output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
+        per_device_train_batch_size=profile.grpo_prompts_per_step * profile.num_generations,
+        num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
+        temperature=profile.temperature, beta=profile.beta, top_entropy_quantile=profile.top_entropy_quantile,
+        num_iterations=profile.grpo_iterations, reward_weights=reward_weights(profile, reward_names),
+        logging_steps=1, log_completions=False, **grpo_save_kwargs(profile, steps), **_common(profile),
+    )
+
+
+def task_grpo_config(profile: Profile, out_dir: str | Path, max_completion_length: int, steps: int | None = None):
+    """Task-level GRPO: `task_num_generations` episodes per task, at most `max_episode_steps` tool
+    calls each; `max_completion_length` is the whole episode's token budget, each turn's answer is
+    bounded like a stage 1-2 completion."""
+    from trl import GRPOConfig
+
+    steps = steps or profile.task_grpo_steps
+    return GRPOConfig(
+        output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
+        per_device_train_batch_size=profile.grpo_prompts_per_step * profile.task_num_generations,
+        num_generations=profile.task_num_generations, max_completion_length=max_completion_length,
+        max_tool_calling_iterations=profile.max_episode_steps, temperature=profile.temperature, beta=profile.beta,
+        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, log_completions=False,
+        generation_kwargs={"max_new_tokens": profile.max_completion_length}, **_common(profile),
+    )
+
+
+def config_record(config) -> dict:
+    """The config's own dict as plain JSON (what is kept beside a checkpoint and compared on reuse)."""
+    record = {k: v for k, v in config.to_dict().items() if k not in _NOT_RECORDED}
+    return json.loads(json.dumps(record, default=str))

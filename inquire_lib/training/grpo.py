@@ -1,0 +1,118 @@
+"""Stage 2: action-level GRPO with TRL's `GRPOTrainer`.
+
+For each prompt, `num_generations` sampled completions are scored by the verifiable rewards of
+`agent.rewards`; the policy gradient uses group-normalised advantages, with a KL penalty of weight
+`beta` to the starting policy (0 drops the reference). Checkpoints are kept for `training.selection`
+to choose from on the validation split; a finished run with the same inputs can be reused.
+"""
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import datasets
+import torch
+
+from ..agent.rewards import build_reward_funcs
+from ..data.benchmark import benchmark
+from ..profiles import Profile, get_profile
+from ..runs.paths import artifacts_dir
+from .configs import config_record, grpo_config, lora_config
+from .fit import TrainResult, fit
+from .models import base_of, load_checkpoint
+from .sft import training_records
+
+
+def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
+    """The GRPO prompt set: inquiry situations are ~10% of all steps, too rare for a few hundred
+    prompts to teach when to ask; so a share `grpo_inquiry_share` of the prompts are steps that
+    require an inquiry, the same share are the steps right after the user answered (where asking
+    again is needless), and the rest are other steps. Deterministic for a profile."""
+    ds = benchmark(profile)["train"]
+    n = n or profile.grpo_steps * profile.grpo_prompts_per_step
+    required, after, other = [], [], []
+    for i, (req, hist) in enumerate(zip(ds["inquiry_required"], ds["history"])):
+        (required if req else after if hist and hist[-1].startswith("asked:") else other).append(i)
+    rng = random.Random(f"grpo:{profile.seed}")
+    k = round(n * profile.grpo_inquiry_share)
+    pick = lambda pool, m: [rng.choice(pool) for _ in range(m)] if pool else []
+    idx = pick(required, k) + pick(after, k) + pick(other, max(0, n - 2 * k))
+    rng.shuffle(idx)
+    return training_records(ds.select(idx), profile, 1.0)
+
+
+def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
+         max_steps: int | None = None, train: datasets.Dataset | None = None, reward_names=("format", "action", "inquiry"),
+         callbacks=None, reuse: bool = False) -> TrainResult:
+    """Stage 2 from the checkpoint `start` (an SFT output: adapter or full model).
+
+    Each step samples `num_generations` completions for each of `grpo_prompts_per_step` prompts at
+    `temperature`, scores them with the named rewards (weighted by `profile.reward_weights`), and
+    maximises the clipped, group-normalised advantage objective; `beta` > 0 adds a KL penalty.
+    With `top_entropy_quantile` < 1 only the completion tokens whose entropy is in that top quantile
+    of the batch carry the loss: the forking tokens (ask or act, which target) learn, while the
+    near-deterministic format tokens are left alone. `grpo_iterations` > 1 reuses each generated
+    batch for that many optimisation passes.
+
+    With `reuse`, a finished run in `artifacts/<profile>/<name>` from the same start with the same
+    settings is returned as recorded (log history and samples included) instead of being retrained.
+    """
+    from trl import GRPOTrainer
+
+    profile = get_profile(profile)
+    torch.set_num_threads(profile.torch_threads)
+    train = train if train is not None else grpo_records(profile)
+    train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
+    out_dir = artifacts_dir(profile) / name
+    is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
+    steps = max_steps or profile.grpo_steps
+    config = grpo_config(profile, out_dir, reward_names, steps)
+    record = config_record(config)
+    if reuse and (done := finished_run(out_dir, start, list(reward_names), record, len(train))):
+        return done
+    shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
+    model, processor = load_checkpoint(profile, start, trainable=True)
+    processor.tokenizer.padding_side = "left"
+    peft_config = lora_config(profile) if (profile.lora and not is_adapter) else None
+    trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
+                          reward_funcs=build_reward_funcs(reward_names, profile), peft_config=peft_config,
+                          callbacks=callbacks)
+    final, seconds = fit(trainer, out_dir, resume)
+    adapter = (final / "adapter_config.json").exists()
+    samples = last_samples(trainer)
+    (final / "inquire_train.json").write_text(json.dumps({
+        "stage": "grpo", "profile": profile.name, "start": start, "adapter": adapter, "base": base_of(start, profile),
+        "seconds": seconds, "rewards": list(reward_names), "config": record, "n_examples": len(train),
+        "log_history": trainer.state.log_history, "samples": samples}, default=str))
+    return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, samples)
+
+
+def finished_run(out_dir: Path, start: str | None, reward_names: list, config: dict, n_examples: int) -> TrainResult | None:
+    """The recorded result of a finished GRPO run from the same start, with the same rewards, the same
+    number of prompts and the same config (`configs.config_record`), else None."""
+    meta = out_dir / "final" / "inquire_train.json"
+    if not meta.exists():
+        return None
+    rec = json.loads(meta.read_text())
+    same = (rec.get("start") == start and rec.get("rewards") == reward_names and rec.get("n_examples") == n_examples
+            and config == rec.get("config"))
+    if not same or "log_history" not in rec:
+        return None
+    return TrainResult(str(out_dir / "final"), rec["adapter"], rec["log_history"], n_examples, rec["seconds"], rec["samples"])
+
+
+def last_samples(trainer) -> list[dict]:
+    """The trainer's buffer of its last generation batch (prompts, completions, rewards, advantages)."""
+    logs = getattr(trainer, "_logs", None) or {}
+    completions = list(logs.get("completion", []))
+    rewards = {k: list(v) for k, v in logs.get("rewards", {}).items()}
+    advantages = list(logs.get("advantages", []))
+    out = []
+    for i, c in enumerate(completions):
+        text = c if isinstance(c, str) else (c[0]["content"] if isinstance(c[0].get("content"), str) else
+                                             "".join(part.get("text", "") for part in c[0]["content"]))
+        out.append({"completion": text, "rewards": {k: v[i] for k, v in rewards.items() if i < len(v)},
+                    "advantage": advantages[i] if i < len(advantages) else float("nan")})
+    return out

@@ -1,0 +1,109 @@
+"""Stage 0 and stage 1: the cached base agent and SFT, with TRL's `SFTTrainer`.
+
+- `base_agent`: the tiny model trained once (full weights) on every gold step except the
+  inquiries, so it acts and never asks, as a pretrained GUI model does before the inquiry recipe;
+- `sft`: from the base agent (or the profile's checkpoint) on prompt/completion records with
+  images; the loss is the cross-entropy of the completion tokens only (pre-action reasoning + tool
+  call). LoRA where the profile asks for it (QLoRA on a 4-bit base), full training otherwise.
+Both resume from their last checkpoint and record their config beside the final model.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import datasets
+import torch
+
+from ..agent.prompts import frame_for, to_training_record
+from ..data.benchmark import benchmark
+from ..profiles import Profile, get_profile
+from ..runs.paths import artifacts_dir, atomic_dir, cache_dir
+from .configs import config_record, lora_config, sft_config
+from .fit import TrainResult, fit
+from .models import load_model_and_processor, model_path
+
+
+def _keep(rec_id: str, fraction: float, seed: int) -> bool:
+    """Deterministic subsampling by id, independent of dataset order."""
+    if fraction >= 1.0:
+        return True
+    h = int(hashlib.sha256(f"{seed}:{rec_id}".encode()).hexdigest()[:8], 16)
+    return h / 0xFFFFFFFF < fraction
+
+
+def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: float = 1.0,
+                     oversample: int = 1) -> datasets.Dataset:
+    """Step records -> TRL records; keeps only `inquiry_fraction` of the steps whose gold is call_user,
+    and repeats each kept one `oversample` times (inquiries are ~10% of the steps; a base agent that
+    never asks needs them more often to learn the new behaviour). Screenshots pass through as their
+    stored PNG bytes (decoding and re-encoding thousands of images would dominate the preparation)."""
+    if inquiry_fraction < 1.0:
+        ds = ds.filter(lambda req, rid: not req or _keep(rid, inquiry_fraction, profile.seed),
+                       input_columns=["inquiry_required", "id"])
+    if oversample > 1:
+        required = [i for i, req in enumerate(ds["inquiry_required"]) if req]
+        ds = ds.select(list(range(len(ds))) + required * (oversample - 1))
+    raw = datasets.Image(decode=False)
+    ds = ds.cast_column("screenshot", raw).cast_column("prev_screenshot", raw)
+    frame = frame_for(profile)
+    keep = ["prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required", "frame_w", "frame_h",
+            "category", "subcategory", "id"]
+    out = ds.map(lambda r: to_training_record(r, profile, frame), remove_columns=[c for c in ds.column_names if c not in keep],
+                 keep_in_memory=True, desc="training records")
+    return out.cast_column("images", datasets.List(datasets.Image()))
+
+
+BASE_AGENT_VERSION = 1  # bump when the world, prompts or recipe change what the base agent learns
+
+
+def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
+    """Stage 0: the cached base agent, trained once (full weights, no LoRA) on every gold step
+    except the inquiries, so it acts well and never asks, as a pretrained GUI model does before the
+    inquiry recipe. Returns its path, or None when the profile starts from a real checkpoint."""
+    profile = get_profile(profile)
+    if profile.base_agent_steps <= 0:
+        return None
+    path = cache_dir() / "models" / f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
+    if (path / "config.json").exists():
+        return str(path)
+    plain = profile.replace(lora=False, load_in_4bit=False)
+    res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
+                   steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
+                   resume=True, callbacks=progress_callbacks)
+    with atomic_dir(path) as tmp:
+        shutil.copytree(res.path, tmp, dirs_exist_ok=True)
+    shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
+    return str(path)
+
+
+def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | None = None, resume: bool = False,
+        max_steps: int | None = None, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
+    """Stage 1, from the base agent (or the profile's checkpoint). Writes `artifacts/<profile>/<name>/`
+    (checkpoints inside) and returns the final path: an adapter with LoRA, else a full model."""
+    profile = get_profile(profile)
+    fraction = profile.sft_inquiry_fraction if inquiry_fraction is None else inquiry_fraction
+    return _run_sft(profile, start=base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
+                    steps=max_steps or profile.sft_steps, lr=profile.sft_lr, warmup=profile.sft_warmup_steps,
+                    resume=resume, train=train, callbacks=callbacks)
+
+
+def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fraction: float, steps: int, lr: float,
+             warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
+    from trl import SFTTrainer
+
+    torch.set_num_threads(profile.torch_threads)
+    oversample = profile.sft_inquiry_oversample if inquiry_fraction > 0 else 1
+    train = train if train is not None else training_records(benchmark(profile)["train"], profile, inquiry_fraction, oversample)
+    model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
+    config = sft_config(profile, out_dir, steps=steps, lr=lr, warmup=warmup)
+    trainer = SFTTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
+                         peft_config=lora_config(profile) if profile.lora else None, callbacks=callbacks)
+    final, seconds = fit(trainer, out_dir, resume)
+    (final / "inquire_train.json").write_text(json.dumps({
+        "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
+        "start": start or model_path(profile), "base": start or model_path(profile), "seconds": seconds,
+        "n_examples": len(train), "steps": steps, "config": config_record(config)}))
+    return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)

@@ -1,0 +1,109 @@
+"""One builder per trainer config: what the profile says reaches TRL under TRL's names, the record
+beside a checkpoint is the config's own dict, reward weights go by name, and every branch of the
+check that reuses a finished GRPO run."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from inquire_lib.profiles import Profile, get_profile
+from inquire_lib.training import configs
+from inquire_lib.training.fit import TrainResult
+from inquire_lib.training.grpo import finished_run
+
+SMOKE = get_profile("smoke")
+REWARDS = ["format", "action", "inquiry"]
+
+
+def test_sft_config_from_the_profile(tmp_path):
+    c = configs.sft_config(SMOKE, tmp_path)
+    assert (c.max_steps, c.per_device_train_batch_size, c.learning_rate, c.warmup_steps, c.save_steps) == (
+        SMOKE.sft_steps, SMOKE.sft_batch, SMOKE.sft_lr, SMOKE.sft_warmup_steps, SMOKE.sft_save_steps)
+    assert c.completion_only_loss is True and c.lr_scheduler_type == "cosine" and c.seed == SMOKE.seed
+    base = configs.sft_config(SMOKE, tmp_path, steps=7, lr=0.5, warmup=2)  # the base agent's own budget
+    assert (base.max_steps, base.learning_rate, base.warmup_steps) == (7, 0.5, 2)
+    assert configs.sft_config(SMOKE.replace(train_seed=5), tmp_path).seed == 5
+
+
+def test_grpo_config_from_the_profile(tmp_path):
+    p = get_profile("cpu")
+    c = configs.grpo_config(p, tmp_path, REWARDS)
+    assert (c.max_steps, c.learning_rate, c.beta, c.temperature, c.top_entropy_quantile) == (
+        p.grpo_steps, p.grpo_lr, p.beta, p.temperature, p.top_entropy_quantile)
+    assert c.per_device_train_batch_size == p.grpo_prompts_per_step * p.num_generations
+    assert (c.num_generations, c.num_iterations, c.max_completion_length) == (
+        p.num_generations, p.grpo_iterations, p.max_completion_length)
+    assert (c.save_steps, c.save_total_limit) == (p.grpo_save_steps, None)
+    assert configs.grpo_config(p.replace(grpo_save_steps=0), tmp_path, REWARDS, steps=9).save_steps == 3
+
+
+def test_task_grpo_config_from_the_profile(tmp_path):
+    c = configs.task_grpo_config(SMOKE, tmp_path, max_completion_length=777)
+    assert (c.max_steps, c.num_generations, c.max_tool_calling_iterations, c.max_completion_length) == (
+        SMOKE.task_grpo_steps, SMOKE.task_num_generations, SMOKE.max_episode_steps, 777)
+    assert c.per_device_train_batch_size == SMOKE.grpo_prompts_per_step * SMOKE.task_num_generations
+    assert c.generation_kwargs == {"max_new_tokens": SMOKE.max_completion_length}
+
+
+def test_reward_weights_go_by_name(tmp_path):
+    weighted = SMOKE.replace(reward_weights={"inquiry": 3.0, "format": 0.5, "action": 2.0})
+    assert configs.reward_weights(weighted, ["format", "action", "inquiry"]) == [0.5, 2.0, 3.0]
+    assert configs.reward_weights(weighted, ["inquiry", "format"]) == [3.0, 0.5]  # not by position
+    assert configs.grpo_config(weighted, tmp_path, ["inquiry", "action"]).reward_weights == [3.0, 2.0]
+    with pytest.raises(KeyError, match="no reward weight for \\['novel'\\]"):
+        configs.reward_weights(SMOKE, ["format", "novel"])
+
+
+def test_defaults_live_in_the_profile_only():
+    from inquire_lib.agent.rewards import build_reward_funcs
+
+    default = Profile(name="default")
+    [inquiry] = build_reward_funcs(["inquiry"])  # no profile: the Profile's defaults
+    assert inquiry.params == {"missed_penalty": default.missed_penalty, "needless_penalty": default.needless_penalty}
+    [inquiry] = build_reward_funcs(["inquiry"], get_profile("cpu"))
+    assert inquiry.params == {"missed_penalty": 2.0, "needless_penalty": 1.0}
+
+
+def test_the_record_is_the_configs_own_dict(tmp_path, monkeypatch):
+    c = configs.grpo_config(SMOKE, tmp_path, REWARDS)
+    record = configs.config_record(c)
+    assert record == json.loads(json.dumps({k: v for k, v in c.to_dict().items() if k != "disable_tqdm"}, default=str))
+    assert record["learning_rate"] == SMOKE.grpo_lr and record["reward_weights"] == [1.0, 1.0, 1.0]
+    monkeypatch.setenv("CI", "1")  # progress bars are not a setting of the run
+    assert configs.config_record(configs.grpo_config(SMOKE, tmp_path, REWARDS)) == record
+    assert set(configs.GRPO_SETTINGS) <= set(Profile.__dataclass_fields__)
+
+
+def _finished(out: Path, **changes) -> dict:
+    rec = {"stage": "grpo", "start": "/ckpt/sft_weak", "adapter": True, "rewards": REWARDS, "n_examples": 8,
+           "config": {"max_steps": 2, "learning_rate": 1e-4}, "seconds": 3.5,
+           "log_history": [{"step": 1, "reward": 0.25}], "samples": [{"completion": "x"}], **changes}
+    (out / "final").mkdir(parents=True, exist_ok=True)
+    (out / "final" / "inquire_train.json").write_text(json.dumps({k: v for k, v in rec.items() if v is not None}))
+    return rec
+
+
+@pytest.mark.parametrize("changes, reused", [
+    ({}, True),
+    ({"start": "/ckpt/sft_full"}, False),                                # another start
+    ({"rewards": ["format", "action"]}, False),                          # other rewards
+    ({"n_examples": 9}, False),                                          # another prompt set
+    ({"config": {"max_steps": 2, "learning_rate": 5e-5}}, False),        # another setting
+    ({"config": {"max_steps": 2}}, False),                               # a record of fewer settings
+    ({"log_history": None}, False),                                      # finished before logs were kept
+])
+def test_finished_run_reuse_branches(tmp_path, changes, reused):
+    rec = _finished(tmp_path, **changes)
+    got = finished_run(tmp_path, "/ckpt/sft_weak", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8)
+    if not reused:
+        assert got is None
+        return
+    assert got == TrainResult(str(tmp_path / "final"), True, rec["log_history"], 8, 3.5, rec["samples"])
+
+
+def test_no_finished_run_without_a_final_record(tmp_path):
+    assert finished_run(tmp_path, None, REWARDS, {}, 8) is None
+    (tmp_path / "final").mkdir()
+    assert finished_run(tmp_path, None, REWARDS, {}, 8) is None
