@@ -15,30 +15,18 @@ import synthetic_run as syn  # noqa: E402
 
 from inquire_lib.runs import notebooks as runs  # noqa: E402
 
-FIGURES = runs.REPO_ROOT / "figures" / "smoke"
+pytestmark = pytest.mark.slow
 WRITTEN = ("06_failures_base.html", "06_failures_sft.html", "06_episode.html", "06_step.html",
            "report.html", "report_failures.html")
-
-
-@pytest.fixture
-def figures_kept():
-    """The notebook writes into the repo's figures/smoke/ (pipeline.figures_dir): put back what
-    a real run left there, so the test leaves no synthetic figure behind."""
-    saved = {name: (FIGURES / name).read_bytes() for name in WRITTEN if (FIGURES / name).is_file()}
-    yield FIGURES
-    for name in WRITTEN:
-        path = FIGURES / name
-        if name in saved:
-            path.write_bytes(saved[name])
-        else:
-            path.unlink(missing_ok=True)
 
 
 def _cards(path: Path) -> list[str]:
     return re.findall(r"<div class='card'[^>]*>", path.read_text(encoding="utf-8"))
 
 
-def test_notebook_06_smoke(tmp_path, monkeypatch, figures_kept):
+def test_notebook_06_smoke(tmp_path, monkeypatch, private_folders):
+    """The run folder is passed as RUN_ROOT; figures go to this test's private folder."""
+    FIGURES = Path(private_folders["figures"]) / "smoke"
     root = tmp_path / "papermill_runs"
     syn.write_run(tmp_path)  # tmp_path/papermill_runs/smoke/eval/{base,sft}/...
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
@@ -53,8 +41,8 @@ def test_notebook_06_smoke(tmp_path, monkeypatch, figures_kept):
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs) == 1
 
-    m = json.loads((root / "smoke" / "metrics" / "06_inspect.json").read_text())
-    assert m["notebook"] == "06_inspect" and m["manifest"]["profile"] == "smoke"
+    m = json.loads((root / "smoke" / "metrics" / "06_inspect_trajectories.json").read_text())
+    assert m["notebook"] == "06_inspect_trajectories" and m["manifest"]["profile"] == "smoke"
     assert m["checkpoints"] == ["base", "sft"] and m["pair"] == ["base", "sft"]
     assert m["outcomes"] == {
         "base": {"correct": 4, "missed_inquiry": 2, "needless_inquiry": 0, "wrong_type": 1,

@@ -1,4 +1,6 @@
-"""Notebooks in git are sources: no outputs, no execution counts, one literal `parameters` cell."""
+"""Notebooks in git are the sources: no outputs, no execution counts, one literal `parameters` cell,
+stored as Jupyter writes them, and all of one idiom (the `inquire_lib.pipeline` front door, a metrics
+file named after the notebook)."""
 from __future__ import annotations
 
 import ast
@@ -8,13 +10,18 @@ from pathlib import Path
 import nbformat
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
-NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
+NOTEBOOKS = sorted(p for p in NOTEBOOKS_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+NUMBERED = [p for p in NOTEBOOKS if p.parent == NOTEBOOKS_DIR]
 
 
 def _problems(path: Path) -> list[str]:
-    nb = nbformat.read(path, as_version=4)
+    text = path.read_text(encoding="utf-8")
+    nb = nbformat.reads(text, as_version=4)
     nbformat.validate(nb)
     problems = []
+    written = nbformat.writes(nb)
+    if text != (written if written.endswith("\n") else written + "\n"):
+        problems.append(f"{path.name}: not laid out as Jupyter writes it (run `make strip`)")
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -50,3 +57,25 @@ def test_notebooks_are_clean_and_parameterised():
     assert NOTEBOOKS, f"no notebooks in {NOTEBOOKS_DIR}"
     problems = [p for path in NOTEBOOKS for p in _problems(path)]
     assert problems == []
+
+
+def test_all_seven_notebooks_and_the_ablation_point_are_checked():
+    assert [p.name[:2] for p in NUMBERED] == ["01", "02", "03", "04", "05", "06", "07"]
+    assert NOTEBOOKS_DIR / "ablations" / "ablation_point.ipynb" in NOTEBOOKS
+
+
+def test_one_idiom_one_front_door():
+    """Every notebook reaches the library through `inquire_lib.pipeline` only, takes its profile from
+    `pipeline.profile_of`, and the numbered ones write `metrics/<notebook>.json` under their own name."""
+    for path in NOTEBOOKS:
+        code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
+        imports = re.findall(r"^\s*(?:from|import)\s+(inquire_lib\S*)", code, re.M)
+        assert imports and set(imports) <= {"inquire_lib", "inquire_lib.pipeline"}, (path.name, imports)
+        assert "from inquire_lib import pipeline" in code, path.name
+        assert "profile = pipeline.profile_of(PROFILE, SEED)" in code, path.name
+        assert "get_profile" not in code and "write_json_atomic" not in code, path.name
+        if path in NUMBERED:
+            assert f'NOTEBOOK = "{path.stem}"' in code, path.name
+            assert code.count("pipeline.write_notebook_metrics(profile, NOTEBOOK,") == 1, path.name
+            figures = re.findall(r"pipeline\.save_fig\(", code)
+            assert figures and ".save(" not in code, path.name

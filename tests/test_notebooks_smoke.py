@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from inquire_lib.runs import notebooks as runs
+from inquire_lib.profiles import get_profile
 from inquire_lib.runs.records import REFERENCES
+from inquire_lib.training.selection import choose
+
+pytestmark = pytest.mark.slow
+NOTEBOOKS = ("01_explore_inquirebench", "02_sft_qlora", "03_grpo_action_level", "04_grpo_task_level", "05_evaluate",
+             "06_inspect_trajectories", "07_ablations")
 
 COPIED = ("inquire_lib", "notebooks")
 RATES = ("format", "type_accuracy", "step_accuracy", "inquiry_recall", "inquiry_precision", "needless_rate",
@@ -54,15 +60,10 @@ def metrics(smoke_run, name: str) -> dict:
     return json.loads((smoke_run["run"] / "metrics" / f"{name}.json").read_text())
 
 
-def has(smoke_run, prefix: str) -> bool:
-    return any(n.startswith(prefix) for n in smoke_run["names"])
-
-
 def test_every_notebook_ran_in_order(smoke_run):
     m = smoke_run["manifest"]
     expected = smoke_run["copied"]
-    assert smoke_run["names"] == expected == sorted(expected)
-    assert {"01_explore_inquirebench", "02_sft_qlora", "03_grpo_action_level", "05_evaluate"} <= set(expected)
+    assert smoke_run["names"] == expected == list(NOTEBOOKS)
     assert m["status"] == "ok" and m["profile"] == "smoke" and m["parameters"] == {"PROFILE": "smoke"}
     assert all(nb["status"] == "ok" and nb["duration_s"] > 0 for nb in m["notebooks"])
     for nb in m["notebooks"]:
@@ -82,14 +83,15 @@ def test_kernels_saw_the_private_cache_and_artifacts(smoke_run):
 
 
 def test_01_explore_metrics(smoke_run):
-    m = metrics(smoke_run, "01_explore")
+    m = metrics(smoke_run, "01_explore_inquirebench")
+    assert m["notebook"] == "01_explore_inquirebench" and m["manifest"]["profile"] == "smoke"
     assert m["profile"] == "smoke" and m["n_categories"] == 5 and m["n_subcategories"] == 22
     assert m["safe_tasks"] > 0 and m["safe_tasks"] + m["inquiry_tasks"] == m["n_tasks"]
     assert len(m["fingerprint"]) == 16
 
 
 def test_02_sft_metrics(smoke_run):
-    m = metrics(smoke_run, "02_sft")
+    m = metrics(smoke_run, "02_sft_qlora")
     overall = m["overall"]
     assert {"untrained", "base_agent", "sft_weak", "sft_full", *REFERENCES} <= set(overall)
     for name in ("untrained", "base_agent", "sft_weak", "sft_full", *REFERENCES):
@@ -120,7 +122,7 @@ def test_02_sft_metrics(smoke_run):
 
 
 def test_03_grpo_metrics(smoke_run):
-    m = metrics(smoke_run, "03_grpo_action")
+    m = metrics(smoke_run, "03_grpo_action_level")
     assert set(m["stages"]) == {"sft_weak", "grpo_weak", "sft_full", "grpo_full"}
     for stage in m["stages"].values():
         assert 0.0 <= stage["format"]["value"] <= 1.0 and stage["n"] > 0
@@ -138,8 +140,13 @@ def test_03_grpo_metrics(smoke_run):
         # a checkpoint per step (grpo_save_steps=1), both scored on validation, the choice recorded
         sel = json.loads((smoke_run["run"] / "metrics" / f"selection_{name}.json").read_text())
         assert [r["step"] for r in sel["checkpoints"]] == [1, 2] and sel["start"]["step"] == 0
-        assert m["selected_step"][name] == sel["selected_step"] in (1, 2)
+        assert m["selected_step"][name] == sel["selected_step"]
         assert m["constraints_met"][name] == sel["constraints_met"]
+        # the recorded choice is the selection rule applied to the recorded validation rows
+        smoke = get_profile("smoke")
+        assert (sel["max_needless"], sel["max_safe_drop"]) == (smoke.select_max_needless, smoke.select_max_safe_drop)
+        row, met = choose(sel["start"], sel["checkpoints"], sel["max_needless"], sel["max_safe_drop"])
+        assert (row["step"], met) == (sel["selected_step"], sel["constraints_met"])
         chosen = smoke_run["root"] / "artifacts" / "smoke" / name / "selected" / "inquire_train.json"
         assert json.loads(chosen.read_text())["selected_step"] == sel["selected_step"]
 
@@ -152,39 +159,47 @@ def test_05_evaluate_metrics(smoke_run):
     assert m["step"]["always_ask"]["needless_rate"].startswith("1.00 (")
 
 
-def test_later_notebooks_metrics(smoke_run):
-    """Notebooks 04, 06 and 07, for those that exist."""
+def test_04_grpo_task_metrics(smoke_run):
     run = smoke_run["run"]
-    if has(smoke_run, "04_"):
-        m = metrics(smoke_run, "04_grpo_task")
-        levels = m["task_level"]
-        assert {"grpo_task", *REFERENCES} <= set(levels)
-        for name, t in levels.items():
-            assert t["n"] == levels["expert"]["n"] > 0
-            for key in ("success_rate", "isr", "needless_rate", "unsafe_rate"):
-                v = t[key]["value"]
-                assert v is None or 0.0 <= v <= 1.0, (name, key, v)
-            assert (run / "metrics" / f"task_{name}.json").exists()
-        expert = levels["expert"]
-        assert expert["success_rate"]["value"] == 1.0 and expert["isr"]["value"] == 1.0
-        assert expert["needless_rate"]["value"] == 0.0 and expert["unsafe_rate"]["value"] == 0.0
-        # acting without asking reaches the unsafe action; asking at every step is needless
-        assert levels["always_act"]["isr"]["value"] == 0.0 and levels["always_act"]["unsafe_rate"]["value"] > 0.0
-        assert levels["always_ask"]["needless_rate"]["value"] == 1.0
-        assert len(m["episode_rewards"]) == m["episodes"] > 0
-        assert (smoke_run["root"] / "artifacts" / "smoke" / "grpo_task" / "final").is_dir()
-    if has(smoke_run, "06_"):
-        m = metrics(smoke_run, "06_inspect")
-        assert m["checkpoints"] and set(m["outcomes"]) == set(m["checkpoints"])
-        for name in m["checkpoints"]:
-            assert sum(m["outcomes"][name].values()) == m["n_steps"][name] > 0
-        for path in m["reports"].values():
-            assert Path(path).stat().st_size > 10_000 and str(smoke_run["repo"]) in path
-    if has(smoke_run, "07_"):
-        m = metrics(smoke_run, "07_ablations")
-        assert m["points"] and all(p["status"] == "ok" for p in m["points"])
-        variants = {p["parameters"]["VARIANT"] for p in m["points"]}
-        assert set(m["summary"]) == variants
-        for row in m["summary"].values():
-            assert all(0.0 <= row[k] <= 1.0 for k in ("format", "step_accuracy", "inquiry_recall", "needless_rate"))
+    m = metrics(smoke_run, "04_grpo_task_level")
+    levels = m["task_level"]
+    assert {"grpo_task", *REFERENCES} <= set(levels)
+    for name, t in levels.items():
+        assert t["n"] == levels["expert"]["n"] > 0
+        for key in ("success_rate", "isr", "needless_rate", "unsafe_rate"):
+            v = t[key]["value"]
+            assert v is None or 0.0 <= v <= 1.0, (name, key, v)
+        assert (run / "metrics" / f"task_{name}.json").exists()
+    expert = levels["expert"]
+    assert expert["success_rate"]["value"] == 1.0 and expert["isr"]["value"] == 1.0
+    assert expert["needless_rate"]["value"] == 0.0 and expert["unsafe_rate"]["value"] == 0.0
+    # acting without asking reaches the unsafe action; asking at every step is needless
+    assert levels["always_act"]["isr"]["value"] == 0.0 and levels["always_act"]["unsafe_rate"]["value"] > 0.0
+    assert levels["always_ask"]["needless_rate"]["value"] == 1.0
+    assert len(m["episode_rewards"]) == m["episodes"] > 0
+    assert (smoke_run["root"] / "artifacts" / "smoke" / "grpo_task" / "final").is_dir()
+
+
+def test_06_inspect_metrics(smoke_run):
+    m = metrics(smoke_run, "06_inspect_trajectories")
+    assert m["checkpoints"] and set(m["outcomes"]) == set(m["checkpoints"])
+    for name in m["checkpoints"]:
+        assert sum(m["outcomes"][name].values()) == m["n_steps"][name] > 0
+    for path in m["reports"].values():
+        assert Path(path).stat().st_size > 10_000 and str(smoke_run["repo"]) in path
+
+
+def test_07_ablations_metrics(smoke_run):
+    m = metrics(smoke_run, "07_ablations")
+    assert m["points"] and all(p["status"] == "ok" for p in m["points"])
+    variants = {p["parameters"]["VARIANT"] for p in m["points"]}
+    assert set(m["summary"]) == variants
+    for row in m["summary"].values():
+        assert all(0.0 <= row[k] <= 1.0 for k in ("format", "step_accuracy", "inquiry_recall", "needless_rate"))
+
+
+def test_every_notebook_writes_its_own_metrics_file(smoke_run):
+    for name in NOTEBOOKS:
+        m = metrics(smoke_run, name)
+        assert m["notebook"] == name and m["manifest"]["profile"] == "smoke" and m["manifest"]["seed"] == 0
     assert smoke_run["seconds"] < 20 * 60

@@ -1,6 +1,8 @@
 """Clear outputs, execution counts and run metadata from notebooks, so git holds only sources.
 
-Usage: python tools/strip_notebooks.py [--check] [NOTEBOOK ...]   (default: notebooks/*.ipynb)
+Usage: python tools/strip_notebooks.py [--check] [NOTEBOOK ...]   (default: every notebooks/**/*.ipynb)
+The notebooks are the source students edit (in JupyterLab or any editor); a stripped notebook is
+written exactly as Jupyter writes it (nbformat, indent 1), so a saved edit shows as that cell only.
 With --check nothing is written; the exit status is 1 when some notebook would change.
 """
 from __future__ import annotations
@@ -38,18 +40,31 @@ def strip_notebook(nb: nbformat.NotebookNode) -> bool:
         if key in nb.metadata:
             del nb.metadata[key]
             changed = True
+    # a kernel fills in its Python version, mimetype, ...: keep only the language's name
+    info = nb.metadata.get("language_info")
+    if info is not None and set(info) != {"name"}:
+        nb.metadata["language_info"] = {"name": info.get("name", "python")}
+        changed = True
     return changed
+
+
+def jupyter_text(nb: nbformat.NotebookNode) -> str:
+    """The file text Jupyter writes for nb (what `nbformat.write` produces)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
 
 
 def strip_file(path: Path, check: bool = False) -> bool:
     """Strip one notebook file (atomically: temp file then rename) unless check; True if it was not clean."""
-    nb = nbformat.read(path, as_version=4)
+    text = path.read_text(encoding="utf-8")
+    nb = nbformat.reads(text, as_version=4)
     changed = strip_notebook(nb)
+    changed = changed or text != jupyter_text(nb)  # e.g. hand-edited JSON laid out otherwise
     if changed and not check:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                nbformat.write(nb, fh)
+                fh.write(jupyter_text(nb))
             os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         except BaseException:
@@ -58,12 +73,17 @@ def strip_file(path: Path, check: bool = False) -> bool:
     return changed
 
 
+def notebooks() -> list[Path]:
+    """Every notebook under notebooks/ (the numbered ones and the ablation point), checkpoints excluded."""
+    return sorted(p for p in (REPO_ROOT / "notebooks").rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="report, do not write; exit 1 if unclean")
     parser.add_argument("paths", nargs="*", type=Path)
     args = parser.parse_args(argv)
-    paths = args.paths or sorted((REPO_ROOT / "notebooks").glob("*.ipynb"))
+    paths = args.paths or notebooks()
     if not paths:
         print("no notebooks found", file=sys.stderr)
         return 1

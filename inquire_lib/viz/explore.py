@@ -1,7 +1,7 @@
 """Tables and plotly figures for exploring InquireBench (notebook 01).
 
 Everything here is a pure function of a generated `DatasetDict` (see `inquire_lib.data.benchmark`), its
-`stats`, or InquireMobile's sample files; nothing draws on a model. `save` is the one writer.
+`stats`, or InquireMobile's sample files; nothing draws on a model. Figures are written by `pipeline.save_fig`.
 """
 from __future__ import annotations
 
@@ -356,14 +356,6 @@ def frame_table(grpo: datasets.Dataset) -> pd.DataFrame:
     } for r in grpo])
 
 
-# ---------------------------------------------------------------------------- writing
-def save(fig: go.Figure, stem: str | Path) -> dict:
-    """Write a figure as `<stem>.html` (and `.png` where a browser exists) with `viz.save_figure`."""
-    from .overlays import save_figure
-
-    return save_figure(fig, stem, shared_js=True)
-
-
 def describe_counts(values) -> dict:
     """Mean, median, min, max and count of a sequence of numbers, as plain JSON numbers."""
     s = pd.Series(list(values), dtype="float64")
@@ -375,13 +367,11 @@ def describe_counts(values) -> dict:
 
 def metrics(profile: Profile, seed: int, summary_: dict, tasks: pd.DataFrame, lengths: pd.DataFrame,
             samples: dict, figures: dict, build_s: float | None = None) -> dict:
-    """The JSON record of notebook 01: benchmark size, fingerprint and stats, trajectory and prompt
-    lengths, what InquireMobile's samples held, the figures written, and the run manifest."""
-    from ..runs.notebooks import run_manifest
-
+    """What notebook 01 measured: benchmark size, fingerprint and stats, trajectory and prompt
+    lengths, what InquireMobile's samples held, the figures written (`pipeline.write_notebook_metrics`
+    adds the notebook's name and the run manifest)."""
     frames = samples["frames"]["frame"].value_counts().to_dict()
     return {
-        "notebook": "01_explore_inquirebench",
         "profile": profile.name,
         "seed": seed,
         "n_tasks": summary_["tasks"],
@@ -410,5 +400,4 @@ def metrics(profile: Profile, seed: int, summary_: dict, tasks: pd.DataFrame, le
         },
         "figures": {name: {k: (str(v) if v is not None else None) for k, v in paths.items()}
                     for name, paths in figures.items()},
-        "manifest": run_manifest(profile, seed=seed),
     }
