@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+pytestmark = pytest.mark.slow
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -5,6 +5,8 @@ from unittest import mock
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 from inquire_lib.training import task_grpo as tt
 from inquire_lib.data.benchmark import generate_tasks
 from inquire_lib.profiles import get_profile
