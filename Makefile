@@ -1,6 +1,7 @@
 # Inquire workbench: one way to install, run, test and benchmark.
 #   make run [PROFILE=smoke|cpu|gpu]   execute every notebook with papermill
-#   make test                          the pytest suite
+#   make test                          import contracts + the whole pytest suite (installs chromium if it can)
+#   make test-fast                     import contracts + the tests not marked slow (no notebooks, training, browser)
 #   make bench                         every benchmarks/*.py
 #   make lab                           JupyterLab on the repo
 #   make strip                         clear outputs of notebooks/*.ipynb
@@ -17,7 +18,7 @@ BENCHMARKS := $(filter-out benchmarks/_%,$(sort $(wildcard benchmarks/*.py)))
 # JupyterLab refuses to start as root unless told.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install run test bench lab strip
+.PHONY: install browser run test test-fast lint bench lab strip
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,9 +35,32 @@ install: $(STAMP)
 run: $(STAMP)
 	$(BIN)/inquire run --profile $(PROFILE)
 
+# A Chrome for plotly's PNG export and the browser tests (kaleido drives a system one). Obtained the
+# way .ci/run always did: apt-get, as root or through password-less sudo; otherwise one line says
+# what to install.
+CHROME_NAMES := chromium chromium-browser google-chrome chrome
+browser:
+	@for c in $(CHROME_NAMES); do command -v $$c >/dev/null 2>&1 && exit 0; done; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	if [ "$$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium with apt-get"; \
+	  { $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; } </dev/null >/dev/null \
+	    && exit 0; \
+	fi; \
+	echo "make: the tests need Chromium or Chrome and none could be installed here: install one (Debian: apt-get install chromium), or run make test-fast" >&2; \
+	exit 1
+
 # Tests never reach a model hub: everything they need is built offline.
-test: $(STAMP)
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest -q tests
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+
+lint: $(STAMP)
+	$(BIN)/lint-imports
+
+test: $(STAMP) browser lint
+	$(OFFLINE) $(BIN)/python -m pytest -q tests
+
+test-fast: $(STAMP) lint
+	$(OFFLINE) $(BIN)/python -m pytest -q -m "not slow" tests
 
 bench: $(STAMP)
 	@test -n "$(BENCHMARKS)" || { echo "no benchmarks/*.py to run" >&2; exit 1; }

@@ -31,7 +31,7 @@ def test_project_metadata():
     deps = _pins(project["dependencies"])
     assert set(ML_STACK) <= set(deps)
     assert "kernels" not in deps  # it fetches code from a hub at import time
-    assert set(_pins(project["optional-dependencies"]["test"])) == {"pytest", "hypothesis"}
+    assert set(_pins(project["optional-dependencies"]["test"])) == {"pytest", "hypothesis", "import-linter"}
 
 
 def test_pins_match_the_installed_environment():
@@ -50,3 +50,24 @@ def test_environment_yml_and_makefile_use_the_same_pins():
     makefile = (ROOT / "Makefile").read_text()
     [torch_line] = re.findall(r"^TORCH_PINS := (.*)$", makefile, re.M)
     assert _pins(torch_line.split()) == {k: _pins(project["dependencies"])[k] for k in ("torch", "torchvision")}
+
+
+def test_package_data_ships_the_inquiremobile_samples():
+    assert PYPROJECT["tool"]["setuptools"]["package-data"]["inquire_lib"] == ["data/samples/inquiremobile/*"]
+    from inquire_lib.data.external import SAMPLES_DIR
+
+    assert SAMPLES_DIR.is_relative_to(ROOT / "inquire_lib")
+    assert {p.name for p in SAMPLES_DIR.iterdir()} >= {"tasks_en.sample.jsonl", "interactive_grpo.sample.jsonl"}
+
+
+def test_import_contracts_hold():
+    """The layers in [tool.importlinter] (also run as `lint-imports` by `make test`)."""
+    import subprocess
+    import sys
+
+    contracts = PYPROJECT["tool"]["importlinter"]["contracts"]
+    assert len(contracts) == 6
+    lint = Path(sys.executable).with_name("lint-imports")
+    done = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "Contracts: 6 kept, 0 broken." in done.stdout
