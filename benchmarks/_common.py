@@ -1,7 +1,89 @@
-"""Helpers shared by the trainer benchmarks (not a benchmark itself: `make bench` skips `_*.py`)."""
+"""Helpers shared by the benchmarks (not a benchmark itself: `make bench` skips `_*.py`).
+
+Every result file is stamped with the run manifest (git sha and dirty flag, profile name and full
+settings, package versions, time) and written atomically; a bare-TRL baseline loads its model and
+builds its trainer config with the library's own builders, so "ours vs bare" differs only in the
+wrapper being measured.
+"""
 from __future__ import annotations
 
+import contextlib
+import os
+import platform
+import shutil
+import sys
+import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from anywhere, installed or not
+    sys.path.insert(0, str(ROOT))
+
+from inquire_lib.runs.notebooks import run_manifest  # noqa: E402
+from inquire_lib.runs.paths import FOLDERS, write_json_atomic  # noqa: E402
+
+RESULTS = ROOT / "benchmarks" / "results"
+
+
+def stamped(result: dict, profile) -> dict:
+    """`result` with the manifest of the code and settings it measured, and the machine."""
+    return {**result, "machine": machine(), "manifest": run_manifest(profile)}
+
+
+def write_result(path: Path | None, result: dict) -> None:
+    if path is not None:
+        write_json_atomic(path, result)
+
+
+def machine() -> dict:
+    out = {"platform": platform.platform(), "python": platform.python_version(), "cpu_count": os.cpu_count()}
+    if "torch" in sys.modules:
+        import torch
+
+        out.update(cuda=torch.cuda.is_available(), torch=torch.__version__)
+    return out
+
+
+@contextlib.contextmanager
+def private_artifacts(prefix: str):
+    """Checkpoints of a benchmark go to a temporary artifacts folder, removed afterwards."""
+    variable = FOLDERS["artifacts"][0]
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    old = os.environ.get(variable)
+    os.environ[variable] = str(folder)
+    os.environ.setdefault("CI", "1")  # no progress bars in either trainer
+    try:
+        yield folder
+    finally:
+        if old is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = old
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def bare_model(profile, start: str, base: str | None = None):
+    """A model as plain transformers/PEFT load it (no library loader): `start` itself, or `base`
+    with the adapter `start` on top; the processor of the profile's base model."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from inquire_lib.training.configs import quantization_config
+    from inquire_lib.training.models import model_path
+
+    kwargs = {"dtype": torch.float32}
+    if profile.load_in_4bit:
+        kwargs["quantization_config"] = quantization_config(profile)
+    if torch.cuda.is_available():
+        kwargs["device_map"] = {"": 0}
+    adapter = (Path(start) / "adapter_config.json").exists()
+    model = AutoModelForImageTextToText.from_pretrained(base if adapter else start, **kwargs)
+    if adapter:
+        model = PeftModel.from_pretrained(model, start, is_trainable=True)
+    processor = AutoProcessor.from_pretrained(model_path(profile))
+    return model, processor, adapter
 
 
 def step_timer():

@@ -14,78 +14,41 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import shutil
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import step_timer, train_runtime  # noqa: E402
+from _common import RESULTS, bare_model, private_artifacts, stamped, step_timer, train_runtime, write_result
 
-OUT = ROOT / "benchmarks" / "results" / "grpo_step.json"
+OUT = RESULTS / "grpo_step.json"
 REQUIRED_RATIO = 1.05  # ours / bare seconds per step
 REWARDS = ("format", "action", "inquiry")
 
 
 def run_ours(profile, start: str, records, steps: int, name: str) -> dict:
-    from inquire_lib.training import train
+    from inquire_lib.training.grpo import grpo
 
     timer = step_timer()
-    res = train.grpo(profile, start=start, name=name, max_steps=steps, train=records, reward_names=REWARDS,
-                     callbacks=[timer])
+    res = grpo(profile, start=start, name=name, max_steps=steps, train=records, reward_names=REWARDS,
+               callbacks=[timer])
     return {"log_history": res.log_history, "step_times": timer.times}
 
 
 def run_bare(profile, base: str, start: str, records, steps: int, out_dir: Path) -> dict:
-    """A plain TRL GRPOTrainer with the settings `train.grpo` derives from the profile."""
+    """A plain TRL GRPOTrainer with the config `training.grpo` builds from the profile."""
     import torch
-    from peft import LoraConfig, PeftModel
-    from transformers import AutoModelForImageTextToText, AutoProcessor, BitsAndBytesConfig
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
-    from inquire_lib.training.models import model_path
     from inquire_lib.agent.rewards import build_reward_funcs
-    from inquire_lib.training.train import grpo_save_kwargs
+    from inquire_lib.training.configs import grpo_config, lora_config
 
     torch.set_num_threads(profile.torch_threads)
-    cuda = torch.cuda.is_available()
-    kwargs = {"dtype": torch.float32}
-    if profile.load_in_4bit:
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32,
-            bnb_4bit_use_double_quant=True, llm_int8_skip_modules=["visual", "model.visual", "lm_head"])
-    if cuda:
-        kwargs["device_map"] = {"": 0}
-    adapter = (Path(start) / "adapter_config.json").exists()
-    model = AutoModelForImageTextToText.from_pretrained(base if adapter else start, **kwargs)
-    if adapter:
-        model = PeftModel.from_pretrained(model, start, is_trainable=True)
-    processor = AutoProcessor.from_pretrained(model_path(profile))
+    model, processor, adapter = bare_model(profile, start, base)
     processor.tokenizer.padding_side = "left"
-    peft_config = None
-    if profile.lora and not adapter:
-        peft_config = LoraConfig(
-            r=profile.lora_r, lora_alpha=profile.lora_alpha, lora_dropout=profile.lora_dropout, task_type="CAUSAL_LM",
-            target_modules=r".*language_model.*\.(" + "|".join(profile.lora_targets) + ")$")
-    config = GRPOConfig(
-        output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
-        per_device_train_batch_size=profile.grpo_prompts_per_step * profile.num_generations,
-        num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
-        temperature=profile.temperature, beta=profile.beta, reward_weights=list(profile.reward_weights[:len(REWARDS)]),
-        top_entropy_quantile=profile.top_entropy_quantile, num_iterations=profile.grpo_iterations,
-        logging_steps=1, **grpo_save_kwargs(profile, steps), report_to=[], seed=profile.seed,
-        gradient_checkpointing=profile.gradient_checkpointing, log_completions=False, dataloader_num_workers=0,
-        disable_tqdm=True, use_cpu=not cuda, bf16=bool(profile.bf16 and cuda),
-    )
     timer = step_timer()
-    trainer = GRPOTrainer(model=model, args=config, train_dataset=records, processing_class=processor,
-                          reward_funcs=build_reward_funcs(REWARDS, profile), peft_config=peft_config,
+    trainer = GRPOTrainer(model=model, args=grpo_config(profile, out_dir, REWARDS, steps), train_dataset=records,
+                          processing_class=processor, reward_funcs=build_reward_funcs(REWARDS, profile),
+                          peft_config=lora_config(profile) if profile.lora and not adapter else None,
                           callbacks=[timer])
     trainer.train()
     return {"log_history": trainer.state.log_history, "step_times": timer.times}
@@ -108,24 +71,21 @@ def summarise(who: str, out: dict, steps: int) -> dict:
 
 def run(profile_name: str = "smoke", steps: int = 8, repeats: int = 3, threads: int = 1,
         out: Path | None = OUT) -> dict:
-    os.environ.setdefault("CI", "1")  # no progress bars in either trainer
-    artifacts = Path(tempfile.mkdtemp(prefix="inquire-bench-grpo-"))
-    os.environ["INQUIRE_ARTIFACTS"] = str(artifacts)
-    try:
+    with private_artifacts("inquire-bench-grpo-") as artifacts:
         import torch
 
-        from inquire_lib.training import train
-        from inquire_lib.training.models import base_of
+        from inquire_lib.data.benchmark import benchmark
         from inquire_lib.profiles import get_profile
-        from inquire_lib.runs.notebooks import write_json_atomic
+        from inquire_lib.training.models import base_of
+        from inquire_lib.training.sft import sft, training_records
 
         profile = get_profile(profile_name).replace(torch_threads=threads)
         torch.set_num_threads(threads)
         t0 = time.perf_counter()
-        start = train.sft(profile, name="bench_sft_start", max_steps=2).path
+        start = sft(profile, name="bench_sft_start", max_steps=2).path
         start_s = time.perf_counter() - t0
         base = base_of(start, profile)
-        records = train.training_records(train.benchmark(profile)["train"], profile, 1.0)
+        records = training_records(benchmark(profile)["train"], profile, 1.0)
         records = records.remove_columns(["completion"])
         runs = []
         for i in range(repeats):
@@ -153,15 +113,10 @@ def run(profile_name: str = "smoke", steps: int = 8, repeats: int = 3, threads: 
             "median_step_ratio": round(med("ours", "median_step_s") / med("bare", "median_step_s"), 4),
             "p20_step_ratio": round(med("ours", "p20_step_s") / med("bare", "p20_step_s"), 4),
             "pair_ratios": [round(p, 4) for p in pairs],
-            "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                        "cpu_count": os.cpu_count(), "cuda": torch.cuda.is_available(), "torch": torch.__version__},
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
-        if out is not None:
-            write_json_atomic(out, result)
+        result = stamped(result, profile)
+        write_result(out, result)
         return result
-    finally:
-        shutil.rmtree(artifacts, ignore_errors=True)
 
 
 def main(argv=None) -> None:

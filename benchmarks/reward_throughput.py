@@ -10,47 +10,30 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
+from _common import RESULTS, stamped, write_result
 
-from inquire_lib.agent.actions import Action, format_completion, parse_completion  # noqa: E402
-from inquire_lib.agent.rewards import build_reward_funcs  # noqa: E402
+from inquire_lib.agent.actions import Action, format_completion, parse_completion, random_action
+from inquire_lib.agent.rewards import build_reward_funcs
+from inquire_lib.profiles import get_profile
 
-OUT = ROOT / "benchmarks" / "results" / "reward_throughput.json"
+OUT = RESULTS / "reward_throughput.json"
+PROFILE = "cpu"  # the penalties of the profile that trains
 W, H = 112, 224  # model frame of the CPU profiles
 QUESTIONS = ["Which Anna should receive the money?", "Do you want to pay 30 dollars now?",
              "Should I delete all 12 photos?", "Which size do you want?"]
 WORDS = ["milk", "bread", "Wallet", "Settings", "hello", "world", "volume_up", "Anna"]
 
 
+KINDS = ("click", "click", "click", "long_press", "swipe", "type", "open", "key", "system_button", "wait",
+         "terminate", "call_user", "call_user")
+
+
 def _random_action(rng: random.Random) -> Action:
-    kind = rng.choice(["click", "click", "click", "long_press", "swipe", "type", "open", "key",
-                       "system_button", "wait", "terminate", "call_user", "call_user"])
-    pt = lambda: (rng.randrange(W), rng.randrange(H))  # noqa: E731
-    if kind == "click":
-        return Action("click", coordinate=pt())
-    if kind == "long_press":
-        return Action("long_press", coordinate=pt(), time=2)
-    if kind == "swipe":
-        return Action("swipe", coordinate=pt(), coordinate2=pt())
-    if kind in ("type", "open", "key"):
-        return Action(kind, text=" ".join(rng.choices(WORDS, k=rng.randint(1, 3))))
-    if kind == "system_button":
-        return Action(kind, button=rng.choice(["Back", "Home", "Menu", "Enter"]))
-    if kind == "wait":
-        return Action(kind, time=1)
-    if kind == "terminate":
-        return Action(kind, status=rng.choice(["success", "failure"]))
-    return Action("call_user", text=rng.choice(QUESTIONS))
+    return random_action(rng, W, H, kinds=KINDS, texts=WORDS, apps=WORDS, questions=QUESTIONS)
 
 
 def _think(rng: random.Random) -> str:
@@ -124,24 +107,23 @@ def _best_of(fn, repeats: int) -> float:
     return best
 
 
-def atomic_write_json(path: Path, obj) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+def mean_rewards(n: int, seed: int, profile: str = PROFILE) -> dict[str, float]:
+    """The deterministic part of the benchmark: each reward's mean over the seeded batch."""
+    kwargs = dict(build_batch(n, seed), log_metric=lambda name, value: None)
+    return {f.__name__: round(sum(r := f(**kwargs)) / len(r), 4)
+            for f in build_reward_funcs(["format", "action", "inquiry"], profile=profile)}
+
+
+def format_ok_fraction(n: int, seed: int) -> float:
+    texts = [c[0]["content"] for c in build_batch(n, seed)["completions"]]
+    return round(sum(parse_completion(t).format_ok for t in texts) / n, 4)
 
 
 def run(n: int = 2000, repeats: int = 3, seed: int = 0) -> dict:
     batch = build_batch(n, seed)
     kwargs = dict(batch, log_metric=lambda name, value: None)
     results = {}
-    for f in build_reward_funcs(["format", "action", "inquiry"], profile="cpu"):
+    for f in build_reward_funcs(["format", "action", "inquiry"], profile=PROFILE):
         rewards = f(**kwargs)
         secs = _best_of(lambda: f(**kwargs), repeats)
         results[f.__name__] = {"seconds": round(secs, 4), "completions_per_s": round(n / secs, 1),
@@ -152,11 +134,10 @@ def run(n: int = 2000, repeats: int = 3, seed: int = 0) -> dict:
     big = {"text": texts[0] + "x" * 10_000_000, "tags": "<think><tool_call>{[" * 500_000}
     big_secs = {k: round(_best_of(lambda: parse_completion(v), repeats), 6) for k, v in big.items()}
     valid = sum(parse_completion(t).format_ok for t in texts)
-    return {
-        "n_completions": n, "repeats": repeats, "seed": seed, "format_ok_fraction": round(valid / n, 4),
-        "rewards": results, "parse_10mb_seconds": big_secs,
-        "python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-    }
+    return stamped({
+        "benchmark": "reward_throughput", "n_completions": n, "repeats": repeats, "seed": seed,
+        "format_ok_fraction": round(valid / n, 4), "rewards": results, "parse_10mb_seconds": big_secs,
+    }, get_profile(PROFILE))
 
 
 def main(argv=None) -> None:
@@ -167,7 +148,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     report = run(args.n, args.repeats, args.seed)
-    atomic_write_json(args.out, report)
+    write_result(args.out, report)
     print(json.dumps(report, indent=2))
 
 

@@ -15,66 +15,37 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import shutil
 import statistics
-import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script from anywhere
-    sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import step_timer, train_runtime  # noqa: E402
+from _common import RESULTS, bare_model, private_artifacts, stamped, step_timer, train_runtime, write_result
 
-OUT = ROOT / "benchmarks" / "results" / "sft_throughput.json"
+OUT = RESULTS / "sft_throughput.json"
 REQUIRED_RATIO = 0.95  # ours / bare examples per second
 
 
 def run_ours(profile, records, steps: int, name: str) -> dict:
-    from inquire_lib.training import train
+    from inquire_lib.training.sft import sft
 
     timer = step_timer()
-    res = train.sft(profile, name=name, max_steps=steps, train=records, callbacks=[timer])
+    res = sft(profile, name=name, max_steps=steps, train=records, callbacks=[timer])
     return {"log_history": res.log_history, "step_times": timer.times}
 
 
 def run_bare(profile, start: str, records, steps: int, out_dir: Path) -> dict:
-    """A plain TRL SFTTrainer with the settings `train.sft` derives from the profile."""
+    """A plain TRL SFTTrainer with the config `training.sft` builds from the profile."""
     import torch
-    from peft import LoraConfig
-    from transformers import AutoModelForImageTextToText, AutoProcessor, BitsAndBytesConfig
-    from trl import SFTConfig, SFTTrainer
+    from trl import SFTTrainer
 
-    from inquire_lib.training.models import model_path
+    from inquire_lib.training.configs import lora_config, sft_config
 
     torch.set_num_threads(profile.torch_threads)
-    cuda = torch.cuda.is_available()
-    kwargs = {"dtype": torch.float32}
-    if profile.load_in_4bit:
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=torch.float32,
-            bnb_4bit_use_double_quant=True, llm_int8_skip_modules=["visual", "model.visual", "lm_head"])
-    if cuda:
-        kwargs["device_map"] = {"": 0}
-    model = AutoModelForImageTextToText.from_pretrained(start, **kwargs)
-    processor = AutoProcessor.from_pretrained(model_path(profile))
-    peft_config = LoraConfig(
-        r=profile.lora_r, lora_alpha=profile.lora_alpha, lora_dropout=profile.lora_dropout, task_type="CAUSAL_LM",
-        target_modules=r".*language_model.*\.(" + "|".join(profile.lora_targets) + ")$") if profile.lora else None
-    config = SFTConfig(
-        output_dir=str(out_dir), max_steps=steps, per_device_train_batch_size=profile.sft_batch,
-        learning_rate=profile.sft_lr, lr_scheduler_type="cosine", warmup_steps=profile.sft_warmup_steps,
-        weight_decay=0.0, logging_steps=max(1, steps // 50), save_steps=profile.sft_save_steps, save_total_limit=2,
-        gradient_checkpointing=profile.gradient_checkpointing, max_length=None, report_to=[], seed=profile.seed,
-        dataloader_num_workers=0, completion_only_loss=True, disable_tqdm=True, use_cpu=not cuda,
-        bf16=bool(profile.bf16 and cuda),
-    )
+    model, processor, _ = bare_model(profile, start)
     timer = step_timer()
-    trainer = SFTTrainer(model=model, args=config, train_dataset=records, processing_class=processor,
-                         peft_config=peft_config, callbacks=[timer])
+    trainer = SFTTrainer(model=model, args=sft_config(profile, out_dir, steps=steps), train_dataset=records,
+                         processing_class=processor, peft_config=lora_config(profile) if profile.lora else None,
+                         callbacks=[timer])
     trainer.train()
     return {"log_history": trainer.state.log_history, "step_times": timer.times}
 
@@ -92,11 +63,11 @@ def summarise(who: str, out: dict, steps: int, batch: int) -> dict:
 
 def eval_throughput(profile, start: str, n: int, repeats: int) -> dict:
     """examples/s of `evaluate.generate`, batched (profile.eval_batch) vs one record at a time."""
+    from inquire_lib.data.benchmark import benchmark
     from inquire_lib.evaluation import steps as evaluate
-    from inquire_lib.training import train
     from inquire_lib.training.models import load_checkpoint
 
-    test = train.benchmark(profile)["test"]
+    test = benchmark(profile)["test"]
     records = list(test.select(range(min(n, len(test)))))
     model, processor = load_checkpoint(profile, start)
     seconds = {"batched": [], "single": []}
@@ -122,25 +93,22 @@ def eval_throughput(profile, start: str, n: int, repeats: int) -> dict:
 
 def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads: int = 1, eval_records: int = 32,
         out: Path | None = OUT) -> dict:
-    os.environ.setdefault("CI", "1")  # no progress bars in either trainer
-    artifacts = Path(tempfile.mkdtemp(prefix="inquire-bench-sft-"))
-    os.environ["INQUIRE_ARTIFACTS"] = str(artifacts)
-    try:
+    with private_artifacts("inquire-bench-sft-") as artifacts:
         import torch
 
-        from inquire_lib.training import train
+        from inquire_lib.data.benchmark import benchmark
         from inquire_lib.profiles import get_profile
-        from inquire_lib.runs.notebooks import write_json_atomic
+        from inquire_lib.training.sft import base_agent, training_records
 
         profile = get_profile(profile_name).replace(torch_threads=threads)
         torch.set_num_threads(threads)
         t0 = time.perf_counter()
-        start = train.base_agent(profile)
+        start = base_agent(profile)
         if start is None:
             from inquire_lib.training.models import model_path
             start = model_path(profile)
         base_s = time.perf_counter() - t0
-        records = train.training_records(train.benchmark(profile)["train"], profile, profile.sft_inquiry_fraction)
+        records = training_records(benchmark(profile)["train"], profile, profile.sft_inquiry_fraction)
         runs = []
         for i in range(repeats):
             ours = run_ours(profile, records, steps, name=f"bench_ours_{i}")
@@ -169,15 +137,10 @@ def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads:
             "step_time_ratio": round(step_ratio, 4), "p20_step_time_ratio": round(p20_ratio, 4),
             "pair_ratios": [round(p, 4) for p in pairs],
             "eval": ev,
-            "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                        "cpu_count": os.cpu_count(), "cuda": torch.cuda.is_available(), "torch": torch.__version__},
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }
-        if out is not None:
-            write_json_atomic(out, result)
+        result = stamped(result, profile)
+        write_result(out, result)
         return result
-    finally:
-        shutil.rmtree(artifacts, ignore_errors=True)
 
 
 def main(argv=None) -> None:

@@ -1,0 +1,70 @@
+"""The committed benchmark results say what they measured (git sha, profile and its settings) and
+their deterministic fields still hold: recomputed here from the library, they must match."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from inquire_lib.profiles import get_profile
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+RESULTS = sorted((BENCH / "results").glob("*.json"))
+sys.path.insert(0, str(BENCH))
+
+
+def load(name: str) -> dict:
+    return json.loads((BENCH / "results" / f"{name}.json").read_text())
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.stem for p in RESULTS])
+def test_every_result_is_stamped(path):
+    result = json.loads(path.read_text())
+    manifest = result["manifest"]
+    assert isinstance(manifest["git_sha"], str) and len(manifest["git_sha"]) == 40
+    assert manifest["profile"] == manifest["settings"]["name"]
+    assert {"transformers", "trl", "torch"} <= set(manifest["packages"])
+    assert result["benchmark"] == path.stem
+
+
+def test_reward_throughput_recomputes():
+    import reward_throughput as bench
+
+    result = load("reward_throughput")
+    settings = result["manifest"]["settings"]
+    profile = get_profile(result["manifest"]["profile"])
+    # stale when the profile's penalties moved on since the file was written
+    assert (settings["missed_penalty"], settings["needless_penalty"]) == (profile.missed_penalty,
+                                                                          profile.needless_penalty)
+    means = bench.mean_rewards(result["n_completions"], result["seed"], profile.name)
+    assert {k: v["mean_reward"] for k, v in result["rewards"].items() if "mean_reward" in v} == means
+    assert bench.format_ok_fraction(result["n_completions"], result["seed"]) == result["format_ok_fraction"]
+
+
+@pytest.mark.parametrize("name, fields", [
+    ("grpo_step", {"prompts_per_step": "grpo_prompts_per_step", "num_generations": "num_generations",
+                   "max_completion_length": "max_completion_length", "beta": "beta",
+                   "top_entropy_quantile": "top_entropy_quantile", "num_iterations": "grpo_iterations",
+                   "lora": "lora", "load_in_4bit": "load_in_4bit", "model": "model"}),
+    ("sft_throughput", {"batch": "sft_batch", "lora": "lora", "load_in_4bit": "load_in_4bit", "model": "model"}),
+])
+def test_trainer_benchmarks_match_their_profile(name, fields):
+    """The settings a trainer benchmark reports are its stamped profile's, and still the profile's today."""
+    result = load(name)
+    settings = result["manifest"]["settings"]
+    profile = get_profile(result["profile"]).replace(torch_threads=result["torch_threads"])
+    assert result["profile"] == result["manifest"]["profile"]
+    for reported, field in fields.items():
+        assert result[reported] == settings[field] == getattr(profile, field), (reported, field)
+    runs = result["runs"]
+    assert [r["who"] for r in runs] == ["ours", "bare"] * result["repeats"]
+    key = "seconds_per_step" if name == "grpo_step" else "examples_per_s"
+    med = lambda who: sorted(r[key] for r in runs if r["who"] == who)  # noqa: E731
+    ours, bare = med("ours"), med("bare")
+    mid = len(ours) // 2
+    median = lambda xs: xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2  # noqa: E731
+    assert result["ratio"] == pytest.approx(median(ours) / median(bare), abs=2e-4)
+    op = (lambda r, q: r <= q) if name == "grpo_step" else (lambda r, q: r >= q)
+    assert result["meets_requirement"] == op(result["ratio"], result["required_ratio"])
