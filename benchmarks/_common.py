@@ -26,6 +26,26 @@ from inquire_lib.runs.paths import FOLDERS, write_json_atomic  # noqa: E402
 RESULTS = ROOT / "benchmarks" / "results"
 
 
+def trainer_parser(doc: str, steps: int, repeats: int, out: Path):
+    """The command line the trainer benchmarks share: profile, steps, interleaved repeats, threads, out."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--profile", default="smoke")
+    ap.add_argument("--steps", type=int, default=steps)
+    ap.add_argument("--repeats", type=int, default=repeats, help="ours/bare pairs, interleaved")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1 leaves a core to others)")
+    ap.add_argument("--out", default=str(out))
+    return ap
+
+
+def finish(result: dict, profile, out: Path | None) -> dict:
+    """Stamp the result (`stamped`) and write it to `out` unless None."""
+    result = stamped(result, profile)
+    write_result(out, result)
+    return result
+
+
 def stamped(result: dict, profile) -> dict:
     """`result` with the manifest of the code and settings it measured, and the machine."""
     return {**result, "machine": machine(), "manifest": run_manifest(profile)}

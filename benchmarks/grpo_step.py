@@ -12,13 +12,12 @@ Writes benchmarks/results/grpo_step.json. Checkpoints go to a temporary INQUIRE_
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
 from pathlib import Path
 
-from _common import RESULTS, bare_model, private_artifacts, stamped, step_timer, train_runtime, write_result
+from _common import RESULTS, bare_model, finish, private_artifacts, step_timer, train_runtime, trainer_parser
 
 OUT = RESULTS / "grpo_step.json"
 REQUIRED_RATIO = 1.05  # ours / bare seconds per step
@@ -114,18 +113,11 @@ def run(profile_name: str = "smoke", steps: int = 8, repeats: int = 3, threads: 
             "p20_step_ratio": round(med("ours", "p20_step_s") / med("bare", "p20_step_s"), 4),
             "pair_ratios": [round(p, 4) for p in pairs],
         }
-        result = stamped(result, profile)
-        write_result(out, result)
-        return result
+        return finish(result, profile, out)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default="smoke")
-    ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--repeats", type=int, default=3, help="ours/bare pairs, interleaved")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (1 leaves a core to others)")
-    ap.add_argument("--out", default=str(OUT))
+    ap = trainer_parser(__doc__, steps=8, repeats=3, out=OUT)
     a = ap.parse_args(argv)
     r = run(a.profile, a.steps, a.repeats, a.threads, Path(a.out))
     print(f"GRPO seconds/step: ours {r['ours_seconds_per_step']:.3f}, bare TRL {r['bare_seconds_per_step']:.3f}, "

@@ -13,13 +13,12 @@ Writes benchmarks/results/sft_throughput.json. Checkpoints go to a temporary INQ
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
 from pathlib import Path
 
-from _common import RESULTS, bare_model, private_artifacts, stamped, step_timer, train_runtime, write_result
+from _common import RESULTS, bare_model, finish, private_artifacts, step_timer, train_runtime, trainer_parser
 
 OUT = RESULTS / "sft_throughput.json"
 REQUIRED_RATIO = 0.95  # ours / bare examples per second
@@ -138,19 +137,12 @@ def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads:
             "pair_ratios": [round(p, 4) for p in pairs],
             "eval": ev,
         }
-        result = stamped(result, profile)
-        write_result(out, result)
-        return result
+        return finish(result, profile, out)
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--profile", default="smoke")
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--repeats", type=int, default=4, help="ours/bare pairs, interleaved")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (1 leaves a core to others)")
+    ap = trainer_parser(__doc__, steps=20, repeats=4, out=OUT)
     ap.add_argument("--eval-records", type=int, default=32)
-    ap.add_argument("--out", default=str(OUT))
     a = ap.parse_args(argv)
     r = run(a.profile, a.steps, a.repeats, a.threads, a.eval_records, Path(a.out))
     print(f"SFT examples/s: ours {r['ours_examples_per_s']:.2f}, bare TRL {r['bare_examples_per_s']:.2f}, "
