@@ -56,7 +56,7 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 lint: $(STAMP)
 	$(BIN)/lint-imports
 
-test: $(STAMP) browser lint
+test: browser $(STAMP) lint
 	$(OFFLINE) $(BIN)/python -m pytest -q tests
 
 test-fast: $(STAMP) lint
