@@ -294,3 +294,35 @@ def test_final_weights_without_metadata_are_not_listed(tmp_path, monkeypatch):
     assert "sft_weak" not in pipeline.available_checkpoints(profile)
     with pytest.raises(FileNotFoundError, match="checkpoint 'sft_weak' is incomplete"):
         pipeline.checkpoint_path(profile, "sft_weak")
+
+
+# ------------------------------------------------------------------------------ GRPO reuse
+def test_grpo_reuse_keys_on_the_start_content_not_its_path(tmp_path):
+    """A start retrained at the same path is another start: its finished GRPO run is not reused."""
+    from inquire_lib.profiles import get_profile
+    from inquire_lib.training import train
+
+    profile = get_profile("smoke")
+    start = tmp_path / "sft_weak" / "final"
+    start.mkdir(parents=True)
+    save_file({"w": torch.ones(4)}, start / "model.safetensors")
+    (start / "config.json").write_text("{}")
+    old = train.model_digest(str(start), profile)
+    knobs = {"max_steps": 2}
+    run = tmp_path / "grpo_weak"
+    (run / "final").mkdir(parents=True)
+    (run / "final" / "inquire_train.json").write_text(json.dumps({
+        "start": str(start), "start_digest": old, "rewards": ["format"], "n_examples": 3, "config": knobs,
+        "log_history": [{"step": 1}], "adapter": False, "seconds": 1.0, "samples": []}))
+    integrity.write_marker(run / "final")
+    assert train._finished_run(run, str(start), old, ["format"], knobs, 3).log_history == [{"step": 1}]
+    save_file({"w": torch.zeros(4)}, start / "model.safetensors")  # retrained in place
+    new = train.model_digest(str(start), profile)
+    assert new != old
+    assert train._finished_run(run, str(start), new, ["format"], knobs, 3) is None
+    # a run recorded without the digest (older code) is never reused
+    meta = json.loads((run / "final" / "inquire_train.json").read_text())
+    del meta["start_digest"]
+    (run / "final" / "inquire_train.json").write_text(json.dumps(meta))
+    integrity.write_marker(run / "final")
+    assert train._finished_run(run, str(start), old, ["format"], knobs, 3) is None
