@@ -18,7 +18,7 @@ import torch
 from transformers import Trainer, TrainerCallback
 
 from inquire_lib.profiles import get_profile
-from inquire_lib.training import train
+from inquire_lib.training.sft import sft
 
 # no base agent: the run starts from the tiny model itself, so nothing else trains before it
 PROFILE = get_profile("smoke").replace(sft_save_steps=2, torch_threads=1, base_agent_steps=0)
@@ -63,7 +63,7 @@ def main(mode: str, name: str, steps: int) -> None:
     os.makedirs(os.path.dirname(log), exist_ok=True)
     with open(log, "a") as fh:
         fh.write("start\n")
-    train.sft(PROFILE, name=name, max_steps=steps, resume=True, callbacks=[Steps(log)])
+    sft(PROFILE, name=name, max_steps=steps, resume=True, callbacks=[Steps(log)])
     print("finished")
 
 

@@ -211,7 +211,7 @@ def killed(tmp_path_factory):
            "CI": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     run = root / "artifacts" / "smoke" / "sft_weak"
     from inquire_lib.profiles import get_profile
-    from inquire_lib.training import train
+    from inquire_lib.training.sft import sft
     profile = get_profile("smoke").replace(sft_save_steps=2, torch_threads=1, base_agent_steps=0)
     t0 = time.time()
     # 1. SIGKILL while checkpoint-4 is being saved (weights and optimizer written, not the rest)
@@ -238,7 +238,7 @@ def killed(tmp_path_factory):
         for key in ("INQUIRE_ARTIFACTS", "INQUIRE_CACHE", "CI"):
             mp.setenv(key, env[key])
         torch.set_num_threads(1)
-        done = train.sft(profile, name="sft_weak", max_steps=4, resume=True)
+        done = sft(profile, name="sft_weak", max_steps=4, resume=True)
     seconds = time.time() - t0
     print(f"\nkill tests: two killed smoke SFT subprocesses and the resumed run took {seconds:.1f} s")
     return {"root": root, "env": env, "run": run, "save": save, "after_save": after_save, "final": final,
@@ -300,14 +300,14 @@ def test_final_weights_without_metadata_are_not_listed(tmp_path, monkeypatch):
 def test_grpo_reuse_keys_on_the_start_content_not_its_path(tmp_path):
     """A start retrained at the same path is another start: its finished GRPO run is not reused."""
     from inquire_lib.profiles import get_profile
-    from inquire_lib.training import train
+    from inquire_lib.training import grpo
 
     profile = get_profile("smoke")
     start = tmp_path / "sft_weak" / "final"
     start.mkdir(parents=True)
     save_file({"w": torch.ones(4)}, start / "model.safetensors")
     (start / "config.json").write_text("{}")
-    old = train.model_digest(str(start), profile)
+    old = grpo.model_digest(str(start), profile)
     knobs = {"max_steps": 2}
     run = tmp_path / "grpo_weak"
     (run / "final").mkdir(parents=True)
@@ -315,14 +315,14 @@ def test_grpo_reuse_keys_on_the_start_content_not_its_path(tmp_path):
         "start": str(start), "start_digest": old, "rewards": ["format"], "n_examples": 3, "config": knobs,
         "log_history": [{"step": 1}], "adapter": False, "seconds": 1.0, "samples": []}))
     integrity.write_marker(run / "final")
-    assert train._finished_run(run, str(start), old, ["format"], knobs, 3).log_history == [{"step": 1}]
+    assert grpo.finished_run(run, str(start), old, ["format"], knobs, 3).log_history == [{"step": 1}]
     save_file({"w": torch.zeros(4)}, start / "model.safetensors")  # retrained in place
-    new = train.model_digest(str(start), profile)
+    new = grpo.model_digest(str(start), profile)
     assert new != old
-    assert train._finished_run(run, str(start), new, ["format"], knobs, 3) is None
+    assert grpo.finished_run(run, str(start), new, ["format"], knobs, 3) is None
     # a run recorded without the digest (older code) is never reused
     meta = json.loads((run / "final" / "inquire_train.json").read_text())
     del meta["start_digest"]
     (run / "final" / "inquire_train.json").write_text(json.dumps(meta))
     integrity.write_marker(run / "final")
-    assert train._finished_run(run, str(start), old, ["format"], knobs, 3) is None
+    assert grpo.finished_run(run, str(start), old, ["format"], knobs, 3) is None

@@ -20,7 +20,8 @@ def checkpoint_path(profile: Profile, name: str) -> str | None:
         return str(run / "selected")
     path = run / "final"
     if not finished_output(path):  # a final/ cut short is not a trained checkpoint
-        raise FileNotFoundError(f"{path}: checkpoint {name!r} has not been trained for profile {profile.name!r}")
+        why = "is incomplete (its run was cut short)" if path.exists() else "has not been trained"
+        raise FileNotFoundError(f"{path}: checkpoint {name!r} {why} for profile {profile.name!r}")
     return str(path)
 
 
