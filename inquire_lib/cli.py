@@ -1,16 +1,53 @@
-"""The `inquire` command: build, validate, run, report."""
+"""The `inquire` command: build, validate, run, report.
+
+Errors are one line on stderr naming the file, line and field, or the argument: exit code 2 for a
+usage error (a bad argument, a path that cannot be used), 1 for bad data (a malformed record, a
+corrupt model) or a failed notebook. `--debug` shows the traceback instead.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 
+# `inquire build`: above this many tasks the build needs --large (and says how big it will be)
+MAX_TASKS = 5000
+HARD_MAX_TASKS = 1_000_000
+# measured on the smoke machine (2 cores): about 160 KB on disk and 0.03-0.07 s of one core a task
+BYTES_PER_TASK = 160_000
+SECONDS_PER_TASK = (0.03, 0.07)
+
+
+class UsageError(Exception):
+    """A bad argument or an unusable path: exit code 2."""
+
+
+class DataError(Exception):
+    """Bad data in a file the command read: exit code 1."""
+
+
+def build_estimate(n_tasks: int) -> str:
+    lo, hi = (round(n_tasks * t) for t in SECONDS_PER_TASK)
+    return (f"estimate: {n_tasks} tasks, about {n_tasks * BYTES_PER_TASK / 1e6:,.0f} MB on disk and "
+            f"{lo:,}-{hi:,} s of one core")
+
 
 def _build(args) -> int:
-    from .data.benchmark import build_dataset, fingerprint, save_dataset, stats
+    from .data.benchmark import build_dataset, fingerprint, stats, write_dataset
+    from .runs.outputs import check_output_dir, write_owned_dir
 
+    if args.tasks < 1:
+        raise UsageError(f"argument --tasks: expected a positive number of tasks, got {args.tasks}")
+    if args.tasks > HARD_MAX_TASKS:
+        raise UsageError(f"argument --tasks: {args.tasks} is above the limit of {HARD_MAX_TASKS:,} "
+                         f"({build_estimate(args.tasks)})")
+    if args.tasks > MAX_TASKS and not args.large:
+        raise UsageError(f"argument --tasks: {args.tasks} is above {MAX_TASKS} without --large "
+                         f"({build_estimate(args.tasks)})")
+    check_output_dir(args.out, args.force)  # before the work, not after it
+    print(build_estimate(args.tasks), file=sys.stderr)
     dd = build_dataset(args.seed, args.tasks)
-    save_dataset(dd, args.out)
+    write_owned_dir(args.out, lambda tmp: write_dataset(dd, tmp), force=args.force)
     st = stats(dd)
     for split, s in st.items():
         print(f"{split}: {s['tasks']} tasks, {s['steps']} steps, {s['inquiry_steps']} inquiry steps, "
@@ -25,12 +62,28 @@ def _build(args) -> int:
 def _validate(args) -> int:
     from .data.external import validate_main
 
-    return validate_main(args.file, args.image_root, args.skip_bad)
+    if args.max_line_bytes is not None and args.max_line_bytes < 1:
+        raise UsageError(f"argument --max-line-bytes: expected a positive number, got {args.max_line_bytes}")
+    return validate_main(args.file, args.image_root, args.skip_bad, args.max_line_bytes)
+
+
+def _profile_or_usage(name: str):
+    from .profiles import PROFILES, get_profile
+
+    if name not in PROFILES:
+        raise UsageError(f"unknown profile {name!r}; choose one of {', '.join(sorted(PROFILES))}")
+    return get_profile(name)
 
 
 def _run(args) -> int:
-    from .runs.notebooks import NotebookFailed, run_notebooks
+    from .runs.notebooks import NotebookFailed, discover_notebooks, run_notebooks, select_notebooks
 
+    _profile_or_usage(args.profile)
+    if args.only:
+        try:
+            select_notebooks(discover_notebooks(), args.only)
+        except ValueError as exc:
+            raise UsageError(f"argument --only: {exc}") from None
     try:
         run_notebooks(args.profile, only=args.only or None)
     except NotebookFailed as exc:
@@ -42,43 +95,105 @@ def _run(args) -> int:
 def _report(args) -> int:
     from .viz.report import report_main
 
+    from pathlib import Path
+
+    run, out = Path(args.run_dir), Path(args.out)
+    if not run.is_dir():
+        raise UsageError(f"{run}: run folder does not exist or is not a folder")
+    if out.is_dir():
+        raise UsageError(f"argument -o/--out: {out} is a folder; give the path of the .html file to write")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise UsageError(f"argument -o/--out: {out} lies under {parent}, which is a file")
+            break
     return report_main(args.run_dir, args.out, args.failures_only)
 
 
 def _profile(args) -> int:
-    from .profiles import get_profile
-
-    print(json.dumps(get_profile(args.name).to_dict(), indent=1))
+    print(json.dumps(_profile_or_usage(args.name).to_dict(), indent=1))
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="inquire", description=__doc__)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build", help="generate InquireBench as an HF DatasetDict")
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as one line (`inquire: error: ...`), exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of an error instead of one line")
+    p = _Parser(prog="inquire", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--debug", action="store_true", help="show the traceback of an error instead of one line")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    b = sub.add_parser("build", help="generate InquireBench as an HF DatasetDict", parents=[debug])
     b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--tasks", type=int, default=400)
-    b.add_argument("--out", required=True)
+    b.add_argument("--tasks", type=int, default=400, help=f"number of tasks, 1 to {MAX_TASKS} (more with --large)")
+    b.add_argument("--large", action="store_true", help=f"allow more than {MAX_TASKS} tasks")
+    b.add_argument("--out", required=True, help="a new or empty folder, or one an earlier build wrote")
+    b.add_argument("--force", action="store_true",
+                   help="write into a folder that holds other files, leaving them alone")
     b.set_defaults(fn=_build)
-    v = sub.add_parser("validate", help="check an InquireMobile-format .jsonl file")
+    v = sub.add_parser("validate", help="check an InquireMobile-format .jsonl file", parents=[debug])
     v.add_argument("file")
     v.add_argument("--image-root", default=None)
     v.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
+    v.add_argument("--max-line-bytes", type=int, default=None,
+                   help="longest line accepted (default 1 MiB, or $INQUIRE_MAX_LINE_BYTES)")
     v.set_defaults(fn=_validate)
-    r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/")
+    r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/",
+                       parents=[debug])
     r.add_argument("--profile", default="cpu")
     r.add_argument("--only", nargs="*", help="notebook prefixes, e.g. 01 02")
     r.set_defaults(fn=_run)
-    rep = sub.add_parser("report", help="write a self-contained HTML report of a run's evaluation")
+    rep = sub.add_parser("report", help="write a self-contained HTML report of a run's evaluation", parents=[debug])
     rep.add_argument("run_dir")
     rep.add_argument("-o", "--out", default="report.html")
     rep.add_argument("--failures-only", action="store_true")
     rep.set_defaults(fn=_report)
-    pr = sub.add_parser("profile", help="print a profile's settings")
+    pr = sub.add_parser("profile", help="print a profile's settings", parents=[debug])
     pr.add_argument("name")
     pr.set_defaults(fn=_profile)
-    args = p.parse_args(argv)
-    return args.fn(args)
+    return p
+
+
+def exit_code(exc: BaseException) -> int:
+    """2 for a usage error (an argument or a path that cannot be used), 1 for bad data and the rest."""
+    from .data.bounds import LineTooLong
+    from .data.external import RecordError
+    from .runs.integrity import CorruptWeightsError
+    from .viz.inspector import PredictionFormatError
+
+    if isinstance(exc, (RecordError, PredictionFormatError, CorruptWeightsError, LineTooLong, DataError,
+                        UnicodeDecodeError)):
+        return 1
+    if isinstance(exc, (UsageError, OSError)):
+        return 2
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except KeyboardInterrupt:
+        print("inquire: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if getattr(args, "debug", False):
+            raise
+        code = exit_code(exc)
+        known = code == 2 or isinstance(exc, (ValueError, OSError, DataError))
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, OSError) and exc.filename and str(exc.filename) not in text:
+            text = f"{exc.filename}: {text}"
+        if not known:
+            text = f"internal error: {type(exc).__name__}: {text} (run with --debug for the traceback)"
+        print(f"inquire {args.cmd}: {text}", file=sys.stderr)
+        return code
 
 
 if __name__ == "__main__":

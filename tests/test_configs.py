@@ -11,6 +11,7 @@ import pytest
 from inquire_lib.profiles import Profile, get_profile
 from inquire_lib.training import configs
 from inquire_lib.training.fit import TrainResult
+from inquire_lib.runs.integrity import write_marker
 from inquire_lib.training.grpo import finished_run
 
 SMOKE = get_profile("smoke")
@@ -77,17 +78,21 @@ def test_the_record_is_the_configs_own_dict(tmp_path, monkeypatch):
 
 
 def _finished(out: Path, **changes) -> dict:
-    rec = {"stage": "grpo", "start": "/ckpt/sft_weak", "adapter": True, "rewards": REWARDS, "n_examples": 8,
+    rec = {"stage": "grpo", "start": "/ckpt/sft_weak", "start_digest": "d0", "adapter": True, "rewards": REWARDS,
+           "n_examples": 8,
            "config": {"max_steps": 2, "learning_rate": 1e-4}, "seconds": 3.5,
            "log_history": [{"step": 1, "reward": 0.25}], "samples": [{"completion": "x"}], **changes}
     (out / "final").mkdir(parents=True, exist_ok=True)
     (out / "final" / "inquire_train.json").write_text(json.dumps({k: v for k, v in rec.items() if v is not None}))
+    write_marker(out / "final")
     return rec
 
 
 @pytest.mark.parametrize("changes, reused", [
     ({}, True),
     ({"start": "/ckpt/sft_full"}, False),                                # another start
+    ({"start_digest": "d1"}, False),                                     # the start retrained at its path
+    ({"start_digest": None}, False),                                     # recorded before start digests
     ({"rewards": ["format", "action"]}, False),                          # other rewards
     ({"n_examples": 9}, False),                                          # another prompt set
     ({"config": {"max_steps": 2, "learning_rate": 5e-5}}, False),        # another setting
@@ -96,7 +101,7 @@ def _finished(out: Path, **changes) -> dict:
 ])
 def test_finished_run_reuse_branches(tmp_path, changes, reused):
     rec = _finished(tmp_path, **changes)
-    got = finished_run(tmp_path, "/ckpt/sft_weak", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8)
+    got = finished_run(tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8)
     if not reused:
         assert got is None
         return
@@ -104,6 +109,15 @@ def test_finished_run_reuse_branches(tmp_path, changes, reused):
 
 
 def test_no_finished_run_without_a_final_record(tmp_path):
-    assert finished_run(tmp_path, None, REWARDS, {}, 8) is None
+    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8) is None
     (tmp_path / "final").mkdir()
-    assert finished_run(tmp_path, None, REWARDS, {}, 8) is None
+    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8) is None
+
+
+def test_no_finished_run_from_an_incomplete_final(tmp_path):
+    _finished(tmp_path)
+    (tmp_path / "final" / "adapter_model.safetensors").write_bytes(b"half")  # not in the marker: fine
+    args = (tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8)
+    assert finished_run(*args) is not None
+    (tmp_path / "final" / "inquire_train.json").write_text("{}")  # changed after the marker
+    assert finished_run(*args) is None

@@ -18,6 +18,7 @@ import datasets
 from PIL import Image
 
 from ..profiles import Profile
+from ..runs.integrity import check_cache
 from ..runs.paths import atomic_dir, cache_dir
 from ..agent.taxonomy import SAFE
 from ..world.apps import Screen
@@ -145,29 +146,51 @@ def stats(dd: datasets.DatasetDict) -> dict:
     return out
 
 
+def write_dataset(dd: datasets.DatasetDict, folder: str | Path) -> Path:
+    """Save `dd` into an existing empty `folder` with `inquirebench.json` (fingerprint, stats) and,
+    last, the completeness marker listing every file with its size and sha256."""
+    from ..runs.integrity import write_marker
+
+    folder = Path(folder)
+    dd.save_to_disk(str(folder))
+    (folder / "inquirebench.json").write_text(json.dumps({"fingerprint": fingerprint(dd), "stats": stats(dd)}, indent=1))
+    write_marker(folder)
+    return folder
+
+
 def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
     """Write atomically: build in a temp folder beside `out`, then rename into place."""
     with atomic_dir(out) as tmp:
-        dd.save_to_disk(str(tmp))
-        (tmp / "inquirebench.json").write_text(json.dumps({"fingerprint": fingerprint(dd), "stats": stats(dd)}, indent=1))
+        write_dataset(dd, tmp)
     return Path(out)
 
 
 def load_or_build(seed: int, n_tasks: int) -> datasets.DatasetDict:
     """The generated benchmark for (seed, n_tasks), cached on disk after the first build."""
     path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-n{n_tasks}"
-    if (path / "inquirebench.json").exists():
+    if check_cache(path, adopt=lambda: _fingerprint_matches(path)):
         return datasets.load_from_disk(str(path))
     save_dataset(build_dataset(seed, n_tasks), path)
     return datasets.load_from_disk(str(path))
 
 
+def _fingerprint_matches(path: Path) -> bool | str:
+    """A cached build from before completeness markers: served only when its data still has the
+    fingerprint stored beside it."""
+    stored = json.loads((path / "inquirebench.json").read_text())["fingerprint"]
+    found = fingerprint(datasets.load_from_disk(str(path)))
+    return True if found == stored else f"{path / 'inquirebench.json'}: fingerprint {stored}, data gives {found}"
+
+
 def load_or_build_validation(seed: int, n_tasks: int) -> datasets.Dataset:
     """The validation split for (seed, n_tasks), cached on disk after the first build."""
+    from ..runs.integrity import write_marker
+
     path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-validation-n{n_tasks}"
-    if not (path / "dataset_info.json").exists():
+    if not check_cache(path, adopt=lambda: (datasets.load_from_disk(str(path)), True)[1]):
         with atomic_dir(path) as tmp:
             build_validation(seed, n_tasks).save_to_disk(str(tmp))
+            write_marker(tmp)
     return datasets.load_from_disk(str(path))
 
 

@@ -27,6 +27,7 @@ import datasets
 
 from ..agent.actions import NO_BBOX, TOOL_NAME, Action, ActionError
 from ..agent.taxonomy import ALIASES
+from .bounds import MAX_PIXELS, LineTooLong, iter_lines, number_problem
 
 TASKS = "tasks"
 GRPO = "grpo"
@@ -159,29 +160,34 @@ def _fmt_box(box: list[float]) -> str:
 
 # ----------------------------------------------------------------------------- reading
 
-def _iter_objects(path: Path):
+def _iter_objects(path: Path, max_line: int | None = None):
     """Yield (line_no, obj_or_error) for each non-blank line; errors are RecordError instances so
-    that the caller decides whether to raise or skip. Raises OSError when the file cannot be read."""
-    with open(path, "rb") as fh:
-        for line_no, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield line_no, RecordError(path, line_no, None, f"not valid UTF-8 ({exc.reason})")
-                continue
-            if not text.strip():
-                continue
-            try:
-                obj = json.loads(text)
-            except json.JSONDecodeError as exc:
-                yield line_no, RecordError(path, line_no, None,
-                                           f"invalid JSON: {exc.msg} at column {exc.colno}")
-                continue
-            if not isinstance(obj, dict):
-                yield line_no, RecordError(path, line_no, None,
-                                           f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            yield line_no, obj
+    that the caller decides whether to raise or skip. A line over the maximum length (see
+    `bounds.max_line_bytes`) is an error and is never held whole. Raises OSError when the file
+    cannot be read."""
+    for line_no, raw in iter_lines(path, max_line):
+        if isinstance(raw, LineTooLong):
+            yield line_no, RecordError(path, line_no, None, str(raw).split(": ", 1)[1])
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            yield line_no, RecordError(path, line_no, None, f"not valid UTF-8 ({exc.reason})")
+            continue
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            msg = (f"invalid JSON: {exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
+                   else "invalid JSON: nested too deeply")
+            yield line_no, RecordError(path, line_no, None, msg)
+            continue
+        if not isinstance(obj, dict):
+            yield line_no, RecordError(path, line_no, None,
+                                       f"expected a JSON object, got {type(obj).__name__}")
+            continue
+        yield line_no, obj
 
 
 def _detect(obj: dict) -> str | None:
@@ -220,15 +226,23 @@ def _expect_str_list(obj, key, path, line) -> list[str]:
 
 
 def _expect_pos_int(obj, key, path, line) -> int:
+    """A screen size: a positive integer of at most MAX_PIXELS, checked before any arithmetic."""
     v = _field(obj, key, path, line)
     # bool is an int subclass in Python; a JSON true is not a size.
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise RecordError(path, line, key, f"expected a positive integer, got {_type_name(v)} {v!r}")
+    if number_problem(v, 1, MAX_PIXELS, integer=True) is not None:
+        raise RecordError(path, line, key,
+                          f"expected a positive integer up to {MAX_PIXELS}, got {_type_name(v)} {_short_repr(v)}")
     return v
 
 
+def _short_repr(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 40 else r[:20] + f"...({len(r)} chars)"
+
+
 def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite number within [-MAX_PIXELS, MAX_PIXELS] (a huge int is never turned into a float)."""
+    return number_problem(v, -MAX_PIXELS, MAX_PIXELS) is None
 
 
 # ----------------------------------------------------------------------------- tasks
@@ -342,6 +356,9 @@ def _grpo_row(obj: dict, path: Path, line: int, image_root: str | None) -> tuple
     if bbox != NO_BBOX and (bbox[0] > bbox[2] or bbox[1] > bbox[3]):
         raise RecordError(path, line, "bbox", f"expected x0 <= x1 and y0 <= y1, got {bbox!r}")
     w, h, rw, rh = (_expect_pos_int(obj, k, path, line) for k in _SIZE_KEYS)
+    # the box is stored in the record's original frame: it must lie on its own screen
+    if bbox != NO_BBOX and not (0 <= bbox[0] and 0 <= bbox[1] and bbox[2] <= w and bbox[3] <= h):
+        raise RecordError(path, line, "bbox", f"{_fmt_box(bbox)} lies outside the {w}x{h} screen")
     img_list = _expect_str_list(obj, "img_list", path, line)
     optional = {}
     for key in ("system", "query"):
@@ -349,6 +366,12 @@ def _grpo_row(obj: dict, path: Path, line: int, image_root: str | None) -> tuple
         if v is not None and not isinstance(v, str):
             raise RecordError(path, line, key, f"expected a string, got {_type_name(v)}")
         optional[key] = v
+    # a point may be in either frame (see detect_frame), but never off both screens
+    for key in ("coordinate", "coordinate2"):
+        pt = action[key]
+        if pt is not None and not (pt[0] <= max(w, rw) and pt[1] <= max(h, rh)):
+            raise RecordError(path, line, "action",
+                              f"{key} {tuple(pt)} lies outside the {w}x{h} screen and its {rw}x{rh} resized frame")
     point = action["coordinate"] if action["type"] in _POINT_ACTIONS else None
     frame, tried = detect_frame(point, bbox, (w, h), (rw, rh))
     row = {
@@ -364,15 +387,16 @@ def _grpo_row(obj: dict, path: Path, line: int, image_root: str | None) -> tuple
 
 # ----------------------------------------------------------------------------- public API
 
-def _scan(path, image_root, skip_bad, expect: str | None):
+def _scan(path, image_root, skip_bad, expect: str | None, max_line: int | None = None):
     """Read and validate a whole file; return (rows, report). Raises RecordError on the first bad
-    row unless skip_bad, and OSError when the file cannot be read."""
+    row unless skip_bad (and, with skip_bad, when no row at all is good), and OSError when the file
+    cannot be read."""
     path = Path(path)
     fmt = expect
     rows: list[dict] = []
     report = ValidationReport(path=str(path), format=fmt or "", image_root=image_root)
     checked_kind = False
-    for line, obj in _iter_objects(path):
+    for line, obj in _iter_objects(path, max_line):
         report.n_rows += 1
         try:
             if isinstance(obj, RecordError):
@@ -410,6 +434,9 @@ def _scan(path, image_root, skip_bad, expect: str | None):
         report.n_ok += 1
     if fmt is None:
         raise RecordError(path, report.n_rows, None, "no valid records to detect the format from")
+    if report.n_ok == 0 and report.bad_rows:
+        line, fld, msg = report.bad_rows[0]
+        raise RecordError(path, line, fld, f"{msg} (and no good row: all {len(report.bad_rows)} rows are bad)")
     report.format = fmt
     if fmt == GRPO:
         report.frame_counts = {f: 0 for f in FRAMES} | dict(Counter(r["frame"] for r in rows))
@@ -419,18 +446,18 @@ def _scan(path, image_root, skip_bad, expect: str | None):
     return rows, report
 
 
-def load_inquiremobile_tasks(path, *, skip_bad: bool = False) -> datasets.Dataset:
+def load_inquiremobile_tasks(path, *, skip_bad: bool = False, max_line: int | None = None) -> datasets.Dataset:
     """Load InquireMobile's tasks JSONL (e.g. tasks_en.jsonl) as a Dataset with TASK_FEATURES.
 
     `category` keeps the raw value; `category_norm` maps "intension" to "intent". `line` is the
     1-based source line. Raises RecordError on the first bad row (skipped when skip_bad).
     """
-    rows, _ = _scan(path, None, skip_bad, TASKS)
+    rows, _ = _scan(path, None, skip_bad, TASKS, max_line)
     return datasets.Dataset.from_list(rows, features=TASK_FEATURES)
 
 
 def load_inquiremobile_grpo(path, image_root: str | None = None, *,
-                            skip_bad: bool = False) -> datasets.Dataset:
+                            skip_bad: bool = False, max_line: int | None = None) -> datasets.Dataset:
     """Load InquireMobile's GRPO step records JSONL as a Dataset with GRPO_FEATURES.
 
     `action` holds the parsed gold action (type + Action fields, None where unset) and
@@ -439,30 +466,32 @@ def load_inquiremobile_grpo(path, image_root: str | None = None, *,
     coordinate of click/long_press/swipe (else None); `frame` is one of FRAMES (see
     `detect_frame`) and `bbox_consistent` is False only for "inconsistent".
     """
-    rows, _ = _scan(path, image_root, skip_bad, GRPO)
+    rows, _ = _scan(path, image_root, skip_bad, GRPO, max_line)
     return datasets.Dataset.from_list(rows, features=GRPO_FEATURES)
 
 
-def validate_file(path, image_root: str | None = None, skip_bad: bool = False) -> ValidationReport:
+def validate_file(path, image_root: str | None = None, skip_bad: bool = False,
+                  max_line: int | None = None) -> ValidationReport:
     """Validate a tasks or GRPO JSONL file, detecting the format from the first record's keys.
 
     Raises RecordError on the first bad row unless skip_bad (then bad rows are listed in
-    report.bad_rows), and OSError when the file cannot be read.
+    report.bad_rows; none good is still an error), and OSError when the file cannot be read.
+    `max_line`: the longest line accepted, in bytes (see `bounds.max_line_bytes`).
     """
-    return _scan(path, image_root, skip_bad, None)[1]
+    return _scan(path, image_root, skip_bad, None, max_line)[1]
 
 
-def validate_main(path, image_root: str | None = None, skip_bad: bool = False) -> int:
+def validate_main(path, image_root: str | None = None, skip_bad: bool = False, max_line: int | None = None) -> int:
     """Print the validation report of `path` and return the exit code.
 
-    0: valid (with skip_bad, bad rows are listed but do not fail); 1: a bad row (message on
-    stderr); 2: the file or the image root cannot be read.
+    0: valid (with skip_bad, bad rows are listed but do not fail, unless no row is good); 1: a bad
+    row (message on stderr); 2: the file or the image root cannot be read.
     """
     if image_root is not None and not os.path.isdir(image_root):
         print(f"{image_root}: image root is not a directory", file=sys.stderr)
         return 2
     try:
-        report = validate_file(path, image_root=image_root, skip_bad=skip_bad)
+        report = validate_file(path, image_root=image_root, skip_bad=skip_bad, max_line=max_line)
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

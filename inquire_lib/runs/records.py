@@ -89,16 +89,27 @@ def validate_prediction(rec: object, where: str) -> dict:
 
 
 def read_jsonl(path: Path) -> list[tuple[int, object]]:
-    """(line number, parsed JSON) for each non-blank line; a JSON error names file and line."""
+    """(line number, parsed JSON) for each non-blank line; a JSON error, a line that is not UTF-8
+    or longer than the maximum (`data.bounds.max_line_bytes`) names file and line."""
+    from ..data.bounds import LineTooLong, iter_lines
+
     out = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                out.append((lineno, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise PredictionFormatError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+    for lineno, raw in iter_lines(path):
+        if isinstance(raw, LineTooLong):
+            raise PredictionFormatError(str(raw))
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise PredictionFormatError(f"{path}:{lineno}: not valid UTF-8 ({exc.reason} at byte "
+                                        f"{exc.start})") from None
+        if not line.strip():
+            continue
+        try:
+            out.append((lineno, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise PredictionFormatError(f"{path}:{lineno}: invalid JSON: {exc.msg}") from None
+        except RecursionError:
+            raise PredictionFormatError(f"{path}:{lineno}: invalid JSON: nested too deeply") from None
     return out
 
 

@@ -17,21 +17,34 @@ class TrainResult:
     samples: list | None = None  # GRPO: the last generation batch with its rewards
 
 
-def fit(trainer, out_dir: Path, resume: bool) -> tuple[Path, float]:
-    """Train (from the last checkpoint in `out_dir` when resuming), save to `out_dir/final`;
-    returns that path and the training seconds."""
+def fit(trainer, out_dir: Path, resume: bool, meta=None) -> tuple[Path, float]:
+    """Train (from the last *complete* checkpoint in `out_dir` when resuming), then write
+    `out_dir/final`: the weights, `inquire_train.json` from `meta(folder, seconds)` and the
+    completeness marker appear in one atomic step, so a kill part-way leaves no `final` at all.
+    Every checkpoint the trainer saves gets its marker once fully written. Returns `final` and the
+    training seconds."""
+    import json
     import time
 
+    from ..runs.integrity import discard_stale_temps, mark_checkpoints_callback, write_marker
+    from ..runs.paths import atomic_dir
+
     disable_bnb_cpu_repack(trainer.model)
+    trainer.add_callback(mark_checkpoints_callback())
+    discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
     t0 = time.time()
     trainer.train(resume_from_checkpoint=last_checkpoint(out_dir) if resume else None)
     seconds = time.time() - t0
     final = out_dir / "final"
-    trainer.save_model(str(final))
+    with atomic_dir(final) as tmp:
+        trainer.save_model(str(tmp))
+        if meta is not None:
+            (tmp / "inquire_train.json").write_text(json.dumps(meta(tmp, seconds), default=str))
+        write_marker(tmp)
     return final, seconds
 
 
 def last_checkpoint(out_dir: Path) -> str | None:
-    """The newest `checkpoint-*` folder of a run, or None."""
-    from transformers.trainer_utils import get_last_checkpoint
-    return get_last_checkpoint(str(out_dir)) if out_dir.exists() else None
+    """The newest complete checkpoint of a run (half-saved newer ones are discarded), or None."""
+    from ..runs.integrity import last_complete_checkpoint
+    return last_complete_checkpoint(out_dir, discard_incomplete=True)

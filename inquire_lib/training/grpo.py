@@ -70,7 +70,8 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     steps = max_steps or profile.grpo_steps
     config = grpo_config(profile, out_dir, reward_names, steps)
     record = config_record(config)
-    if reuse and (done := finished_run(out_dir, start, list(reward_names), record, len(train))):
+    start_digest = model_digest(start, profile)
+    if reuse and (done := finished_run(out_dir, start, start_digest, list(reward_names), record, len(train))):
         return done
     shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
     model, processor = load_checkpoint(profile, start, trainable=True)
@@ -79,28 +80,57 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
                           reward_funcs=build_reward_funcs(reward_names, profile), peft_config=peft_config,
                           callbacks=callbacks)
-    final, seconds = fit(trainer, out_dir, resume)
+    final, seconds = fit(trainer, out_dir, resume, meta=lambda folder, seconds: {
+        "stage": "grpo", "profile": profile.name, "start": start, "start_digest": start_digest,
+        "adapter": (folder / "adapter_config.json").exists(), "base": base_of(start, profile),
+        "seconds": seconds, "rewards": list(reward_names), "config": record, "n_examples": len(train),
+        "log_history": trainer.state.log_history, "samples": last_samples(trainer)})
     adapter = (final / "adapter_config.json").exists()
     samples = last_samples(trainer)
-    (final / "inquire_train.json").write_text(json.dumps({
-        "stage": "grpo", "profile": profile.name, "start": start, "adapter": adapter, "base": base_of(start, profile),
-        "seconds": seconds, "rewards": list(reward_names), "config": record, "n_examples": len(train),
-        "log_history": trainer.state.log_history, "samples": samples}, default=str))
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, samples)
 
 
-def finished_run(out_dir: Path, start: str | None, reward_names: list, config: dict, n_examples: int) -> TrainResult | None:
-    """The recorded result of a finished GRPO run from the same start, with the same rewards, the same
-    number of prompts and the same config (`configs.config_record`), else None."""
-    meta = out_dir / "final" / "inquire_train.json"
-    if not meta.exists():
+def model_digest(path: str | None, profile: Profile) -> str:
+    """What a model *is*, not where it lies: a sha256 over its weights and configs (an adapter's
+    together with its base's); the profile's base model for None; a hub id stands for itself."""
+    import hashlib
+
+    from ..runs.integrity import content_digest
+    from .models import model_path
+
+    def one(p) -> str:
+        folder = Path(p)
+        if not folder.is_dir():
+            return f"id:{p}"
+        names = {f.name for f in folder.iterdir()
+                 if f.suffix == ".safetensors" or f.name in ("config.json", "adapter_config.json")}
+        return content_digest(folder, names)
+
+    if path is None:
+        return one(model_path(profile))
+    if (Path(path) / "adapter_config.json").exists():
+        return hashlib.sha256(f"{one(path)}+{one(base_of(path, profile))}".encode()).hexdigest()
+    return one(path)
+
+
+def finished_run(out_dir: Path, start: str | None, start_digest: str, reward_names: list, config: dict,
+                 n_examples: int) -> TrainResult | None:
+    """The recorded result of a finished, complete GRPO run from the same start, with the same
+    rewards, the same number of prompts and the same config (`configs.config_record`), else None.
+    The start is matched on its content (`model_digest`) as well as its path, so a start retrained
+    at the same path is a different start; a record without the digest (older runs) is never reused."""
+    from ..runs.integrity import verify
+
+    final = out_dir / "final"
+    if verify(final) is not None:
         return None
-    rec = json.loads(meta.read_text())
-    same = (rec.get("start") == start and rec.get("rewards") == reward_names and rec.get("n_examples") == n_examples
+    rec = json.loads((final / "inquire_train.json").read_text())
+    same = (rec.get("start") == start and rec.get("start_digest") == start_digest
+            and rec.get("rewards") == reward_names and rec.get("n_examples") == n_examples
             and config == rec.get("config"))
     if not same or "log_history" not in rec:
         return None
-    return TrainResult(str(out_dir / "final"), rec["adapter"], rec["log_history"], n_examples, rec["seconds"], rec["samples"])
+    return TrainResult(str(final), rec["adapter"], rec["log_history"], n_examples, rec["seconds"], rec["samples"])
 
 
 def last_samples(trainer) -> list[dict]:

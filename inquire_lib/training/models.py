@@ -79,8 +79,11 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
                               Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
 
+    from ..runs.integrity import check_cache, check_weights, write_marker
+
     out_dir = Path(out_dir)
-    if (out_dir / "config.json").exists() and (out_dir / "tokenizer.json").exists():
+    if check_cache(out_dir, adopt=lambda: (out_dir / "config.json").exists() and (out_dir / "tokenizer.json").exists()
+                   and check_weights(out_dir) > 0):
         return out_dir
     spec = TINY_SIZES[size]
     from ..profiles import get_profile
@@ -118,6 +121,7 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
         (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec}))
+        write_marker(tmp)
     return out_dir
 
 
@@ -164,7 +168,12 @@ def load_model_and_processor(profile: Profile, checkpoint: str | None = None, ad
     `adapter` loads a PEFT adapter on top. 4-bit NF4 when the profile asks for it."""
     from transformers import AutoModelForImageTextToText
 
+    from ..runs.integrity import check_weights
+
     path = checkpoint or model_path(profile)
+    check_weights(path)  # truncated or NaN/Inf weights are refused here, naming the file
+    if adapter:
+        check_weights(adapter)
     kwargs: dict = {}
     use_cuda = torch.cuda.is_available()
     if profile.load_in_4bit:

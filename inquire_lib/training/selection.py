@@ -21,6 +21,7 @@ from ..evaluation.steps import generate, score
 from .models import load_checkpoint, load_model_and_processor
 from ..profiles import Profile
 from ..agent.prompts import frame_for
+from ..runs.integrity import complete_checkpoints, write_marker
 from ..runs.paths import atomic_dir, metrics_dir, write_json_atomic
 
 KEYS = ("inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy", "format")
@@ -45,7 +46,7 @@ def choose(start: dict, rows: list[dict], max_needless: float, max_safe_drop: fl
 
 def checkpoints(run: Path, last_step: int) -> list[tuple[int, Path]]:
     """(step, folder) of a run's kept checkpoints, then its final model if no checkpoint has its step."""
-    found = sorted((int(p.name.split("-")[1]), p) for p in run.glob("checkpoint-*") if p.name.split("-")[1].isdigit())
+    found = complete_checkpoints(run)  # a half-saved checkpoint is never evaluated
     if not found or found[-1][0] < last_step:
         found.append((last_step, run / "final"))
     return found
@@ -84,6 +85,7 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
         # the run's record (start, base, settings), marked with the step chosen
         (tmp / "inquire_train.json").write_text(json.dumps(
             {**meta, "selected_step": chosen["step"], "constraints_met": met}, default=str))
+        write_marker(tmp)
     record = {"checkpoint": name, "profile": profile.name, "validation_tasks": profile.val_tasks,
               "validation_steps": len(records), "max_needless": profile.select_max_needless,
               "max_safe_drop": profile.select_max_safe_drop, "start": start, "checkpoints": rows,

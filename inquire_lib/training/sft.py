@@ -66,15 +66,17 @@ def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
     profile = get_profile(profile)
     if profile.base_agent_steps <= 0:
         return None
+    from ..runs.integrity import check_cache, check_weights
+
     path = cache_dir() / "models" / f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
-    if (path / "config.json").exists():
+    if check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0):
         return str(path)
     plain = profile.replace(lora=False, load_in_4bit=False)
     res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
-    with atomic_dir(path) as tmp:
-        shutil.copytree(res.path, tmp, dirs_exist_ok=True)
+    with atomic_dir(path) as tmp:  # replaces a cache that failed its check, whole
+        shutil.copytree(res.path, tmp, dirs_exist_ok=True)  # the final's marker comes along
     shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
     return str(path)
 
@@ -101,9 +103,8 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     config = sft_config(profile, out_dir, steps=steps, lr=lr, warmup=warmup)
     trainer = SFTTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
                          peft_config=lora_config(profile) if profile.lora else None, callbacks=callbacks)
-    final, seconds = fit(trainer, out_dir, resume)
-    (final / "inquire_train.json").write_text(json.dumps({
+    final, seconds = fit(trainer, out_dir, resume, meta=lambda _folder, seconds: {
         "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
         "start": start or model_path(profile), "base": start or model_path(profile), "seconds": seconds,
-        "n_examples": len(train), "steps": steps, "config": config_record(config)}))
+        "n_examples": len(train), "steps": steps, "config": config_record(config)})
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)

@@ -296,12 +296,12 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
                           reward_funcs=[reward], environment_factory=partial(PhoneTaskEnv, profile),
                           peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
                           callbacks=callbacks)
-    final, seconds = fit(trainer, out_dir, resume)
-    adapter = (final / "adapter_config.json").exists()
-    (final / "inquire_train.json").write_text(json.dumps({
-        "stage": "grpo_task", "profile": profile.name, "start": start, "adapter": adapter,
+    final, seconds = fit(trainer, out_dir, resume, meta=lambda folder, seconds: {
+        "stage": "grpo_task", "profile": profile.name, "start": start,
+        "adapter": (folder / "adapter_config.json").exists(),
         "base": base_of(start, profile), "seconds": seconds, "episodes": len(reward.episodes),
-        "max_episode_steps": profile.max_episode_steps, "config": config_record(config)}))
+        "max_episode_steps": profile.max_episode_steps, "config": config_record(config)})
+    adapter = (final / "adapter_config.json").exists()
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, reward.episodes)
 
 

@@ -19,6 +19,10 @@ from ..runs.records import (ORDER, OUTCOMES, PredictionFormatError, checkpoint_o
 from . import overlays as viz
 
 
+class UnsafePathError(PredictionFormatError):
+    """A prediction names a file outside its run folder (absolute, `..`, or a symlink out)."""
+
+
 @dataclass
 class RunData:
     """Everything the inspector and report read from one run directory."""
@@ -41,16 +45,39 @@ class RunData:
                 return p
         return None
 
+    def screenshot_path(self, pred: dict) -> Path:
+        """Where the step's screenshot lies: `eval/<screenshot>`, which must resolve (symlinks
+        followed) inside the run folder; anything else raises UnsafePathError."""
+        rel = pred["screenshot"]
+        root = self.run_dir.resolve()
+        who = f"prediction {pred['id']!r} ({pred['checkpoint']})"
+        if "\x00" in rel or Path(rel).is_absolute():
+            raise UnsafePathError(f"{who}: screenshot {rel!r} is an absolute path; only files inside "
+                                  f"the run folder {root} are read")
+        path = (self.eval_dir / rel).resolve()
+        if not path.is_relative_to(root):
+            raise UnsafePathError(f"{who}: screenshot {rel!r} resolves to {path}, outside the run "
+                                  f"folder {root}")
+        return path
+
     def screenshot(self, pred: dict) -> Image.Image:
-        """The step's screen-frame screenshot (cached); a missing file names the record."""
+        """The step's screen-frame screenshot (cached); a missing file names the record, a file
+        outside the run folder or not a PNG is refused (UnsafePathError, PredictionFormatError)."""
+        from PIL import UnidentifiedImageError
+
         rel = pred["screenshot"]
         if rel not in self._images:
-            path = (self.eval_dir / rel).resolve()
+            path = self.screenshot_path(pred)
             if not path.is_file():
                 raise FileNotFoundError(f"screenshot {path} of prediction {pred['id']!r} "
                                         f"({pred['checkpoint']}) does not exist")
-            with Image.open(path) as im:
-                self._images[rel] = im.convert("RGB")
+            try:
+                with Image.open(path, formats=["PNG"]) as im:
+                    self._images[rel] = im.convert("RGB")
+            except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
+                raise PredictionFormatError(f"screenshot {path} of prediction {pred['id']!r} "
+                                            f"({pred['checkpoint']}) is not a readable PNG "
+                                            f"({' '.join(str(exc).split())})") from None
         return self._images[rel]
 
 

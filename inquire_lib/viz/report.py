@@ -128,16 +128,35 @@ def select_steps(preds: list[dict], checkpoints: list[str], failures_only: bool,
     return sorted(chosen, key=lambda p: (ck[p["checkpoint"]], p["task_id"], p["step"]))
 
 
+def _skipped_html(skipped: list[tuple[dict, str]]) -> str:
+    if not skipped:
+        return ""
+    items = "".join(f"<li>{html.escape(p['id'])} ({html.escape(p['checkpoint'])}): {html.escape(why)}</li>"
+                    for p, why in skipped)
+    return (f"<details open><summary><b>{len(skipped)} step(s) skipped</b>: their screenshot could not "
+            f"be embedded</summary><ul class='note'>{items}</ul></details>")
+
+
 def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool = False,
-                 max_steps: int = 200) -> Path:
+                 max_steps: int = 200, skipped: list | None = None) -> Path:
     """Write one self-contained HTML report of the run's step predictions; return its path.
 
     Shows at most `max_steps` step cards (failures first when capping), only failures when
-    `failures_only`. Written atomically.
+    `failures_only`. Written atomically. Only screenshots that resolve inside the run folder (after
+    symlinks) and are PNG files are embedded; a step whose screenshot is elsewhere, missing or not a
+    PNG is left out, listed in the report and appended to `skipped` as (prediction, reason).
     """
     run = load_run(run_dir)
     out_path = Path(out_path)
-    steps = select_steps(run.preds, run.checkpoints, failures_only, max_steps)
+    skipped = skipped if skipped is not None else []
+    steps = []
+    for pred in select_steps(run.preds, run.checkpoints, failures_only, max_steps):
+        try:
+            run.screenshot(pred)
+        except (PredictionFormatError, FileNotFoundError) as exc:
+            skipped.append((pred, str(exc)))
+            continue
+        steps.append(pred)
     pool_n = sum(1 for p in run.preds if not failures_only or p["outcome"] != "correct")
 
     counts = {o: sum(1 for p in steps if p["outcome"] == o) for o in viz.OUTCOMES}
@@ -167,13 +186,14 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
 
     title = f"Step predictions: {html.escape(str(run.run_dir))}"
     shown = (f"{len(steps)} of {pool_n} {'failing ' if failures_only else ''}steps shown"
-             + (" (failures first, capped by max_steps)" if len(steps) < pool_n else ""))
+             + (" (failures first, capped by max_steps)" if len(steps) + len(skipped) < pool_n else "")
+             + (f", {len(skipped)} skipped" if skipped else ""))
     doc = (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
         f"<title>{title}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{title}</h1><div class='note'>checkpoints: "
         f"{html.escape(', '.join(run.checkpoints))} · {shown}</div>"
-        f"{_summary_html(run.preds, run.checkpoints)}{_metrics_html(run.metrics)}"
+        f"{_skipped_html(skipped)}{_summary_html(run.preds, run.checkpoints)}{_metrics_html(run.metrics)}"
         f"<div class='filters'>{''.join(buttons)}</div>"
         + ("".join(cards) if cards else "<p><i>no steps to show</i></p>")
         + f"<script>{_SCRIPT}</script></body></html>\n"
@@ -183,12 +203,15 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
 
 
 def report_main(run_dir: str | Path, out: str | Path, failures_only: bool = False) -> int:
-    """CLI entry: write the report, print its path; on a missing or malformed run print the
-    error to stderr and return 1."""
+    """CLI entry: write the report, print its path and, on stderr, each step left out and why;
+    on a missing or malformed run print the error to stderr and return 1."""
+    skipped: list = []
     try:
-        path = write_report(run_dir, out, failures_only=failures_only)
+        path = write_report(run_dir, out, failures_only=failures_only, skipped=skipped)
     except (FileNotFoundError, PredictionFormatError) as exc:
         print(f"inquire report: {exc}", file=sys.stderr)
         return 1
-    print(f"wrote {path}")
+    for pred, why in skipped:
+        print(f"inquire report: skipped {why}", file=sys.stderr)
+    print(f"wrote {path}" + (f" ({len(skipped)} step(s) skipped, listed in the report)" if skipped else ""))
     return 0
