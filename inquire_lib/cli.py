@@ -162,9 +162,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def exit_code(exc: BaseException) -> int:
     """2 for a usage error (an argument or a path that cannot be used), 1 for bad data and the rest."""
-    from .data.bounds import LineTooLong
+    from .runs.bounds import LineTooLong
     from .data.external import RecordError
-    from .runs.integrity import CorruptWeightsError
+    from .training.weights import CorruptWeightsError
     from .viz.inspector import PredictionFormatError
 
     if isinstance(exc, (RecordError, PredictionFormatError, CorruptWeightsError, LineTooLong, DataError,

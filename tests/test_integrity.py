@@ -17,6 +17,7 @@ import torch
 from safetensors.torch import save_file
 
 from inquire_lib.runs import integrity
+from inquire_lib.training import weights
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
@@ -90,20 +91,20 @@ def test_finished_output_needs_marker_or_metadata(tmp_path):
 def test_nan_weights_are_refused_naming_file_and_tensor(tmp_path):
     good = {"a.weight": torch.ones(3, 3), "b.bias": torch.zeros(3)}
     save_file(good, tmp_path / "model.safetensors")
-    assert integrity.check_weights(tmp_path) == 2
+    assert weights.check_weights(tmp_path) == 2
     bad = dict(good, **{"b.bias": torch.tensor([0.0, float("nan"), float("inf")])})
     save_file(bad, tmp_path / "model.safetensors")
-    with pytest.raises(integrity.CorruptWeightsError,
+    with pytest.raises(weights.CorruptWeightsError,
                        match=rf"^{tmp_path / 'model.safetensors'}: tensor 'b.bias' holds 2 NaN/Inf values"):
-        integrity.check_weights(tmp_path)
+        weights.check_weights(tmp_path)
 
 
 def test_truncated_weights_are_refused(tmp_path):
     save_file({"a": torch.ones(64)}, tmp_path / "model.safetensors")
     data = (tmp_path / "model.safetensors").read_bytes()
     (tmp_path / "model.safetensors").write_bytes(data[:-40])
-    with pytest.raises(integrity.CorruptWeightsError, match="model.safetensors: unreadable weights"):
-        integrity.check_weights(tmp_path)
+    with pytest.raises(weights.CorruptWeightsError, match="model.safetensors: unreadable weights"):
+        weights.check_weights(tmp_path)
 
 
 def test_nan_checkpoint_is_refused_when_loaded_for_training_or_evaluation(tmp_path, monkeypatch):
@@ -124,7 +125,7 @@ def test_nan_checkpoint_is_refused_when_loaded_for_training_or_evaluation(tmp_pa
     save_file(tensors, ck / "model.safetensors")
     (ck / "config.json").write_text((base / "config.json").read_text())
     for trainable in (True, False):
-        with pytest.raises(integrity.CorruptWeightsError, match=rf"{ck / 'model.safetensors'}: tensor '{name}'"):
+        with pytest.raises(weights.CorruptWeightsError, match=rf"{ck / 'model.safetensors'}: tensor '{name}'"):
             models.load_checkpoint(profile, str(ck), trainable=trainable)
     model, _ = models.load_checkpoint(profile, str(base))  # the intact one loads
     assert models.n_params(model) > 0

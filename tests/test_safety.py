@@ -13,7 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import synthetic_run as syn  # noqa: E402
 from inquire_lib import cli
-from inquire_lib.data import bounds, external
+from inquire_lib.data import external
+from inquire_lib.runs import bounds
 from inquire_lib.runs import outputs
 from inquire_lib.runs.integrity import MARKER, write_marker
 

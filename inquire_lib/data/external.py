@@ -27,7 +27,7 @@ import datasets
 
 from ..agent.actions import NO_BBOX, TOOL_NAME, Action, ActionError
 from ..agent.taxonomy import ALIASES
-from .bounds import MAX_PIXELS, LineTooLong, iter_lines, number_problem
+from ..runs.bounds import MAX_PIXELS, LineTooLong, iter_lines, number_problem
 
 TASKS = "tasks"
 GRPO = "grpo"

@@ -1,4 +1,4 @@
-"""Complete or absent: completeness markers for checkpoints and caches, and weight checks.
+"""Complete or absent: completeness markers for checkpoints and caches.
 
 A folder written by this workbench (a trainer's `checkpoint-N`, a run's `final/` or `selected/`,
 a cached dataset or model) is complete only when its marker `inquire_complete.json` is there and
@@ -6,10 +6,9 @@ every file it lists has the recorded size and sha256. The marker is written last
 killed while the folder was being written leaves no marker, and readers treat the folder as absent:
 
 - `last_complete_checkpoint(run)` is what a resumed trainer starts from (never a half-saved one);
-- `MarkCheckpoints` is the trainer callback that writes the marker once a checkpoint is saved;
-- `verify(folder)` returns why a folder is not complete (None when it is);
-- `check_weights(path)` refuses a model whose safetensors are truncated or hold NaN/Inf values,
-  naming the file and tensor.
+- `verify(folder)` returns why a folder is not complete (None when it is).
+The checks that need torch (weights holding NaN/Inf, the trainer callback that writes a
+checkpoint's marker) live in `training.weights`.
 """
 from __future__ import annotations
 
@@ -31,10 +30,6 @@ log = logging.getLogger(__name__)
 
 class IncompleteError(RuntimeError):
     """A folder that should be complete is not: `str()` names the folder and the first problem."""
-
-
-class CorruptWeightsError(ValueError):
-    """A model file that cannot be trusted: truncated, unreadable, or holding NaN/Inf values."""
 
 
 def sha256_file(path: str | os.PathLike) -> str:
@@ -198,55 +193,6 @@ def discard_stale_temps(folder: str | os.PathLike, name: str) -> None:
         for p in folder.glob(f".{name}.*"):
             if p.is_dir():
                 shutil.rmtree(p, ignore_errors=True)
-
-
-def mark_checkpoints_callback():
-    """A `transformers.TrainerCallback` that writes the completeness marker into each checkpoint
-    once the trainer has saved all of it (weights, optimizer, RNG and trainer state)."""
-    from transformers import TrainerCallback
-
-    class MarkCheckpoints(TrainerCallback):
-        def on_save(self, args, state, control, **kwargs):
-            if state.is_world_process_zero:
-                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-                if folder.is_dir():
-                    write_marker(folder, step=state.global_step)
-
-    return MarkCheckpoints()
-
-
-# --------------------------------------------------------------------------------- weights
-def check_weights(path: str | os.PathLike) -> int:
-    """Refuse a model folder (or one .safetensors file) that cannot be trusted: a file that does not
-    parse (truncated) or a floating-point tensor with NaN or Inf values raises CorruptWeightsError
-    naming the file and the tensor. Returns the number of tensors checked; a hub id (not a local
-    path) is left to its own loader and gives 0."""
-    import torch
-    from safetensors import safe_open
-
-    path = Path(path)
-    if path.is_file():
-        files = [path]
-    elif path.is_dir():
-        files = sorted(path.glob("*.safetensors"))
-    else:
-        return 0
-    n = 0
-    for f in files:
-        try:
-            with safe_open(str(f), framework="pt") as fh:
-                for name in fh.keys():
-                    t = fh.get_tensor(name)
-                    n += 1
-                    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-                        bad = int((~torch.isfinite(t)).sum())
-                        raise CorruptWeightsError(
-                            f"{f}: tensor '{name}' holds {bad} NaN/Inf values; refusing to load it")
-        except CorruptWeightsError:
-            raise
-        except Exception as exc:  # safetensors raises its own error types for a truncated header/body
-            raise CorruptWeightsError(f"{f}: unreadable weights ({type(exc).__name__}: {exc})") from None
-    return n
 
 
 # --------------------------------------------------------------------------------- caches

@@ -91,7 +91,7 @@ def validate_prediction(rec: object, where: str) -> dict:
 def read_jsonl(path: Path) -> list[tuple[int, object]]:
     """(line number, parsed JSON) for each non-blank line; a JSON error, a line that is not UTF-8
     or longer than the maximum (`data.bounds.max_line_bytes`) names file and line."""
-    from ..data.bounds import LineTooLong, iter_lines
+    from .bounds import LineTooLong, iter_lines
 
     out = []
     for lineno, raw in iter_lines(path):

@@ -26,7 +26,8 @@ def fit(trainer, out_dir: Path, resume: bool, meta=None) -> tuple[Path, float]:
     import json
     import time
 
-    from ..runs.integrity import discard_stale_temps, mark_checkpoints_callback, write_marker
+    from ..runs.integrity import discard_stale_temps, write_marker
+    from .weights import mark_checkpoints_callback
     from ..runs.paths import atomic_dir
 
     disable_bnb_cpu_repack(trainer.model)

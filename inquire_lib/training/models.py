@@ -79,7 +79,8 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
                               Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
 
-    from ..runs.integrity import check_cache, check_weights, write_marker
+    from ..runs.integrity import check_cache, write_marker
+    from .weights import check_weights
 
     out_dir = Path(out_dir)
     if check_cache(out_dir, adopt=lambda: (out_dir / "config.json").exists() and (out_dir / "tokenizer.json").exists()
@@ -168,7 +169,7 @@ def load_model_and_processor(profile: Profile, checkpoint: str | None = None, ad
     `adapter` loads a PEFT adapter on top. 4-bit NF4 when the profile asks for it."""
     from transformers import AutoModelForImageTextToText
 
-    from ..runs.integrity import check_weights
+    from .weights import check_weights
 
     path = checkpoint or model_path(profile)
     check_weights(path)  # truncated or NaN/Inf weights are refused here, naming the file

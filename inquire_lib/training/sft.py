@@ -66,7 +66,8 @@ def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
     profile = get_profile(profile)
     if profile.base_agent_steps <= 0:
         return None
-    from ..runs.integrity import check_cache, check_weights
+    from ..runs.integrity import check_cache
+    from .weights import check_weights
 
     path = cache_dir() / "models" / f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
     if check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0):

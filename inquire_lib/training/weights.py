@@ -1,0 +1,60 @@
+"""Checks of model weights and checkpoint markers that need torch or transformers, kept out of
+`runs.integrity` so that reading records and drawing reports never import them."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..runs.integrity import write_marker
+
+
+class CorruptWeightsError(ValueError):
+    """A model file that cannot be trusted: truncated, unreadable, or holding NaN/Inf values."""
+
+
+def mark_checkpoints_callback():
+    """A `transformers.TrainerCallback` that writes the completeness marker into each checkpoint
+    once the trainer has saved all of it (weights, optimizer, RNG and trainer state)."""
+    from transformers import TrainerCallback
+
+    class MarkCheckpoints(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                if folder.is_dir():
+                    write_marker(folder, step=state.global_step)
+
+    return MarkCheckpoints()
+
+
+def check_weights(path: str | os.PathLike) -> int:
+    """Refuse a model folder (or one .safetensors file) that cannot be trusted: a file that does not
+    parse (truncated) or a floating-point tensor with NaN or Inf values raises CorruptWeightsError
+    naming the file and the tensor. Returns the number of tensors checked; a hub id (not a local
+    path) is left to its own loader and gives 0."""
+    import torch
+    from safetensors import safe_open
+
+    path = Path(path)
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = sorted(path.glob("*.safetensors"))
+    else:
+        return 0
+    n = 0
+    for f in files:
+        try:
+            with safe_open(str(f), framework="pt") as fh:
+                for name in fh.keys():
+                    t = fh.get_tensor(name)
+                    n += 1
+                    if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                        bad = int((~torch.isfinite(t)).sum())
+                        raise CorruptWeightsError(
+                            f"{f}: tensor '{name}' holds {bad} NaN/Inf values; refusing to load it")
+        except CorruptWeightsError:
+            raise
+        except Exception as exc:  # safetensors raises its own error types for a truncated header/body
+            raise CorruptWeightsError(f"{f}: unreadable weights ({type(exc).__name__}: {exc})") from None
+    return n
