@@ -20,7 +20,7 @@ from ..data.benchmark import benchmark
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir
 from .configs import config_record, grpo_config, lora_config
-from .fit import TrainResult, fit
+from .fit import TrainResult, fit, write_train_meta
 from .models import base_of, load_checkpoint
 from .sft import training_records
 
@@ -82,7 +82,7 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     final, seconds = fit(trainer, out_dir, resume)
     adapter = (final / "adapter_config.json").exists()
     samples = last_samples(trainer)
-    (final / "inquire_train.json").write_text(json.dumps({
+    write_train_meta(final, json.dumps({
         "stage": "grpo", "profile": profile.name, "start": start, "adapter": adapter, "base": base_of(start, profile),
         "seconds": seconds, "rewards": list(reward_names), "config": record, "n_examples": len(train),
         "log_history": trainer.state.log_history, "samples": samples}, default=str))

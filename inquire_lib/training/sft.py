@@ -22,7 +22,8 @@ from ..data.benchmark import benchmark
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir, atomic_dir, cache_dir
 from .configs import config_record, lora_config, sft_config
-from .fit import TrainResult, fit
+from .devices import is_main_process, wait_for_everyone
+from .fit import TrainResult, fit, write_train_meta
 from .models import load_model_and_processor, model_path
 
 
@@ -73,19 +74,23 @@ def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
     res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
-    with atomic_dir(path) as tmp:
-        shutil.copytree(res.path, tmp, dirs_exist_ok=True)
-    shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
+    if is_main_process():
+        with atomic_dir(path) as tmp:
+            shutil.copytree(res.path, tmp, dirs_exist_ok=True)
+        shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
+    wait_for_everyone()
     return str(path)
 
 
 def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | None = None, resume: bool = False,
-        max_steps: int | None = None, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
-    """Stage 1, from the base agent (or the profile's checkpoint). Writes `artifacts/<profile>/<name>/`
-    (checkpoints inside) and returns the final path: an adapter with LoRA, else a full model."""
+        max_steps: int | None = None, train: datasets.Dataset | None = None, callbacks=None,
+        start: str | None = None) -> TrainResult:
+    """Stage 1, from `start` (a full model folder), else the base agent (or the profile's
+    checkpoint). Writes `artifacts/<profile>/<name>/` (checkpoints inside) and returns the final
+    path: an adapter with LoRA, else a full model."""
     profile = get_profile(profile)
     fraction = profile.sft_inquiry_fraction if inquiry_fraction is None else inquiry_fraction
-    return _run_sft(profile, start=base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
+    return _run_sft(profile, start=start or base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
                     steps=max_steps or profile.sft_steps, lr=profile.sft_lr, warmup=profile.sft_warmup_steps,
                     resume=resume, train=train, callbacks=callbacks)
 
@@ -102,7 +107,7 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     trainer = SFTTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
                          peft_config=lora_config(profile) if profile.lora else None, callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume)
-    (final / "inquire_train.json").write_text(json.dumps({
+    write_train_meta(final, json.dumps({
         "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
         "start": start or model_path(profile), "base": start or model_path(profile), "seconds": seconds,
         "n_examples": len(train), "steps": steps, "config": config_record(config)}))

@@ -44,7 +44,7 @@ from ..agent.task_rewards import COMPONENTS, task_reward
 from ..runs.paths import artifacts_dir
 from .checkpoints import checkpoint_path
 from .configs import config_record, lora_config, task_grpo_config
-from .fit import TrainResult, fit
+from .fit import TrainResult, fit, write_train_meta
 from .models import base_of, load_checkpoint
 from ..world.env import PhoneEnv
 from ..world.expert import expert_act
@@ -298,7 +298,7 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
                           callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume)
     adapter = (final / "adapter_config.json").exists()
-    (final / "inquire_train.json").write_text(json.dumps({
+    write_train_meta(final, json.dumps({
         "stage": "grpo_task", "profile": profile.name, "start": start, "adapter": adapter,
         "base": base_of(start, profile), "seconds": seconds, "episodes": len(reward.episodes),
         "max_episode_steps": profile.max_episode_steps, "config": config_record(config)}))
