@@ -38,7 +38,8 @@ base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 model(input_ids=ids, labels=ids).loss.backward()
 opt.step()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"added": peak - base, "params": sum(p.numel() for p in model.parameters())}))
+print(json.dumps({"added": peak - base,
+                  "text_params": sum(p.numel() for n, p in model.named_parameters() if "visual" not in n)}))
 '''
 
 
@@ -62,7 +63,8 @@ def test_estimate_matches_the_tiny_models_measured_peak_on_cpu():
     spec = tiny_spec()
     est = estimate_memory(spec, "full", B, S, gradient_checkpointing=False, act_bytes=4, gpu=False, attention_scores=True)
     added = est["total"] - est["weights"]
-    assert abs(spec.params - measured["params"]) / measured["params"] < 0.08  # only the vision tower is left out
+    # the language model's shape gives its parameter count (the formula leaves out only the norms)
+    assert abs(spec.params - measured["text_params"]) / measured["text_params"] < 0.01
     assert 0.85 < measured["added"] / added < 1.15, (measured["added"] / 2**20, added / 2**20)
     assert est["activations"] > 3 * est["trainable"]  # what the test measures is mostly activations
 
