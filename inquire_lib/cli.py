@@ -1,4 +1,4 @@
-"""The `inquire` command: build, validate, run, report.
+"""The `inquire` command: build, validate, run, report, profile, train, export.
 
 Errors are one line on stderr naming the file, line and field, or the argument: exit code 2 for a
 usage error (a bad argument, a path that cannot be used), 1 for bad data (a malformed record, a
@@ -115,6 +115,73 @@ def _profile(args) -> int:
     return 0
 
 
+STAGES = ("base", "sft", "grpo", "task-grpo")
+DEFAULT_NAMES = {"sft": "sft_full", "grpo": "grpo_full", "task-grpo": "grpo_task"}
+
+
+def _checkpoint(profile, start: str | None) -> str | None:
+    """--start: a folder as is, else a named checkpoint of the profile (sft_full, grpo_full, ...)."""
+    from pathlib import Path
+
+    from .training.checkpoints import checkpoint_path
+
+    if start is None or Path(start).exists():
+        return start
+    return checkpoint_path(profile, start)
+
+
+def _train(args) -> int:
+    """One stage in this process; under `accelerate launch` / `torchrun` each process runs this
+    and TRL splits the batches. The data and the tiny model are prepared by rank 0 first."""
+    from .data.benchmark import benchmark
+    from .profiles import get_profile, parse_sets
+    from .training import grpo as grpo_stage
+    from .training import sft as sft_stage
+    from .training.devices import is_main_process, require_device, world_size
+    from .training.models import model_path
+
+    try:
+        profile = get_profile(args.profile, **parse_sets(args.set))
+        require_device(profile)
+    except (KeyError, ValueError, RuntimeError) as exc:
+        raise UsageError(str(exc).strip("'\"")) from None
+    if world_size() > 1:
+        from accelerate import PartialState
+        with PartialState().main_process_first():
+            benchmark(profile)
+            model_path(profile)
+    name = args.name or DEFAULT_NAMES.get(args.stage)
+    if args.stage == "base":
+        res_path = sft_stage.base_agent(profile)
+        print(f"base agent: {res_path}")
+        return 0
+    if args.stage == "sft":
+        res = sft_stage.sft(profile, name=name, inquiry_fraction=args.inquiry_fraction, resume=args.resume,
+                     max_steps=args.max_steps, start=_checkpoint(profile, args.start))
+    elif args.stage == "grpo":
+        res = grpo_stage.grpo(profile, start=_checkpoint(profile, args.start or "sft_full"), name=name, resume=args.resume,
+                      max_steps=args.max_steps)
+    else:
+        from .training.task_grpo import grpo_task, warm_start
+        start = _checkpoint(profile, args.start) if args.start else warm_start(profile)[1]
+        res = grpo_task(profile, start=start, name=name, max_steps=args.max_steps, resume=args.resume)
+    if is_main_process():
+        losses = [round(h["loss"], 6) for h in res.log_history if "loss" in h]
+        print(json.dumps({"stage": args.stage, "path": res.path, "processes": world_size(), "examples": res.n_examples,
+                          "seconds": round(res.seconds, 1), "loss": losses}))
+    return 0
+
+
+def _export(args) -> int:
+    from .training.export_verl import export_verl
+    from .profiles import get_profile, parse_sets
+
+    profile = get_profile(args.profile, **parse_sets(args.set))
+    info = export_verl(profile, args.out, splits=args.splits)
+    print(json.dumps(info, indent=1))
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (`inquire: error: ...`), exit code 2."""
 
@@ -157,6 +224,27 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="print a profile's settings", parents=[debug])
     pr.add_argument("name")
     pr.set_defaults(fn=_profile)
+    t = sub.add_parser("train", help="run one training stage (under `accelerate launch` for several processes)",
+                       parents=[debug])
+    t.add_argument("stage", choices=STAGES)
+    t.add_argument("--profile", default="cpu")
+    t.add_argument("--start", "--start-from", dest="start", default=None,
+                   help="checkpoint folder or name (sft_full, grpo_full, ...) to start from; under torchrun write "
+                        "--start-from (torchrun reads --start as its own --start-method)")
+    t.add_argument("--name", default=None, help="output name under artifacts/<profile>/ (default: sft_full, grpo_full, grpo_task)")
+    t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a profile field, e.g. --set model=/models/Qwen2.5-VL-3B-Instruct")
+    t.add_argument("--max-steps", type=int, default=None)
+    t.add_argument("--inquiry-fraction", type=float, default=None, help="sft: share of inquiry steps kept")
+    t.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output folder")
+    t.set_defaults(fn=_train)
+    e = sub.add_parser("export", help="write the GRPO prompts for another RL framework", parents=[debug])
+    e.add_argument("--format", choices=["verl"], default="verl", help="verl / EasyR1 RL dataset parquet")
+    e.add_argument("--profile", default="cpu")
+    e.add_argument("--out", required=True)
+    e.add_argument("--splits", nargs="*", default=["train", "validation"], choices=["train", "validation", "test"])
+    e.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    e.set_defaults(fn=_export)
     return p
 
 

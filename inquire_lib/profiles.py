@@ -25,6 +25,9 @@ class Profile:
     bf16: bool = False
     gradient_checkpointing: bool = False
     torch_threads: int = 1  # 2 threads on 2 busy cores thrash (see FINDINGS); 1 is steadier (CI)
+    # a profile that needs CUDA refuses to start without it (a 3B model in fp32 on CPU runs for days);
+    # INQUIRE_ALLOW_CPU=1 lets a test run its configs with the tiny model standing in
+    requires_cuda: bool = False
     # image bounds handed to the processor (pixels); a 360x720 screen becomes 112x224 = 32 tokens
     min_pixels: int = 28 * 28 * 4
     max_pixels: int = 28 * 28 * 36
@@ -52,6 +55,12 @@ class Profile:
     sft_inquiry_oversample: int = 4  # repeats of each inquiry step in SFT data
     weak_inquiry_fraction: float = 0.15  # the weak inquirer that GRPO starts from
     sft_save_steps: int = 200
+    # gradient accumulation per stage: the batch of an optimizer step (sft_batch sequences; GRPO
+    # prompts x generations) is the global one, split over processes and then over this many
+    # micro-batches, so a forward pass holds global / (processes x accumulation) sequences
+    sft_grad_accum: int = 1
+    grpo_grad_accum: int = 1
+    task_grad_accum: int = 1
     # --- stage 2: action-level GRPO ---
     grpo_steps: int = 150
     grpo_prompts_per_step: int = 4
@@ -71,6 +80,11 @@ class Profile:
     select_max_needless: float = 0.10
     select_max_safe_drop: float = 0.02
     max_completion_length: int = 96
+    # generation in GRPO through vLLM (TRL's use_vllm): "colocate" shares the training GPUs,
+    # "server" talks to `trl vllm-serve` on GPUs of its own
+    use_vllm: bool = False
+    vllm_mode: str = "colocate"
+    vllm_gpu_memory_utilization: float = 0.3
     missed_penalty: float = 0.5
     needless_penalty: float = 0.5
     # weight of each action-level reward, by the reward's name (`agent.rewards.REWARDS`)
@@ -82,6 +96,7 @@ class Profile:
     # --- evaluation ---
     eval_batch: int = 32
     eval_max_new_tokens: int = 96
+    eval_repetition_penalty: float = 1.0  # explicit: a hub checkpoint ships its own (Qwen: 1.05)
     eval_tasks: int = 120
     # --- ablations (notebook 07): training budget of each variant, same for all ---
     ablation_sft_steps: int = 60
@@ -118,14 +133,52 @@ PROFILES: dict[str, Profile] = {
                    top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20,
                    eval_batch=64, eval_tasks=80),
+    # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
+    # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
+    # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
+    # (~13k tokens); docs/scaling.md has the arithmetic. GRPO keeps what the cpu runs showed:
+    # penalties 2.0/1.0 (0.5/0.5 drowns the ask-or-act gap), the top-20% entropy mask, a KL term,
+    # a checkpoint every 50 steps chosen on validation.
     "gpu": Profile(
-        name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True,
+        name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True, requires_cuda=True,
         gradient_checkpointing=True, torch_threads=8, min_pixels=28 * 28 * 64,
-        max_pixels=28 * 28 * 512, train_tasks=2000, test_tasks=300, sft_steps=1000, sft_batch=8,
-        sft_lr=1e-4, grpo_lr=1e-5, grpo_steps=300, grpo_save_steps=50, max_completion_length=256,
-        eval_max_new_tokens=256, eval_tasks=300, lora_r=64, lora_alpha=128,
+        max_pixels=28 * 28 * 512, train_tasks=2000, test_tasks=300, sft_steps=1000, sft_batch=8, sft_grad_accum=4,
+        sft_lr=1e-4, grpo_lr=1e-5, grpo_steps=300, grpo_save_steps=50, grpo_grad_accum=8, task_grad_accum=16,
+        max_completion_length=256, beta=0.04, top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
+        eval_batch=16, eval_max_new_tokens=256, eval_tasks=300, lora_r=64, lora_alpha=128,
     ),
 }
+
+
+def parse_sets(items) -> dict:
+    """`key=value` strings (the command line's `--set`) -> typed overrides of Profile fields: the
+    value is read as the field's type (bool: true/false/1/0; tuples: comma-separated)."""
+    fields = {f.name: f for f in dataclasses.fields(Profile)}
+    out: dict = {}
+    for item in items or ():
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or key not in fields:
+            raise ValueError(f"--set {item!r}: expected FIELD=VALUE with FIELD one of Profile's fields")
+        default = getattr(PROFILES["cpu"], key)
+        try:
+            if isinstance(default, bool):
+                if raw.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(raw)
+                value = raw.lower() in ("true", "1")
+            elif isinstance(default, dict):  # name:value,name:value
+                value = {k.strip(): float(v) for k, _, v in (kv.partition(":") for kv in raw.split(",") if kv)}
+            elif isinstance(default, tuple):
+                kind = type(default[0]) if default else str
+                value = tuple(kind(v) for v in raw.split(",") if v)
+            elif key == "train_seed":
+                value = None if raw.lower() == "none" else int(raw)
+            else:
+                value = type(default)(raw)
+        except ValueError:
+            raise ValueError(f"--set {item!r}: {raw!r} is not a {type(default).__name__}") from None
+        out[key] = value
+    return out
 
 
 def get_profile(name: str | Profile, **overrides) -> Profile:

@@ -71,3 +71,10 @@ def test_import_contracts_hold():
     done = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "Contracts: 6 kept, 0 broken." in done.stdout
+
+
+def test_deepspeed_extra_is_pinned_in_pyproject_and_environment_yml():
+    [pin] = PYPROJECT["project"]["optional-dependencies"]["deepspeed"]
+    assert _pins([pin]) == {"deepspeed": "0.19.8"}
+    env_text = (ROOT / "environment.yml").read_text()
+    assert re.search(r"^#.*pip install --no-build-isolation " + re.escape(pin) + r"$", env_text, re.M)

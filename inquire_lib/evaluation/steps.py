@@ -24,11 +24,24 @@ from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
 
 # ------------------------------------------------------------------------------ generation
 @torch.no_grad()
+def eval_generation_config(profile: Profile, processor, max_new_tokens: int | None = None):
+    """The complete generation config of evaluation: greedy, the profile's token budget and
+    repetition penalty, nothing inherited from the checkpoint's own `generation_config.json`
+    (Qwen2.5-VL ships sampling with temperature 0.1, top_p 0.001 and repetition_penalty 1.05;
+    the tiny model none), so a tiny and a hub model are scored under the same decoding."""
+    from transformers import GenerationConfig
+
+    tok = processor.tokenizer
+    return GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=max_new_tokens or profile.eval_max_new_tokens,
+                            repetition_penalty=profile.eval_repetition_penalty, temperature=None, top_p=None, top_k=None,
+                            eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+
+
 def generate(model, processor, records: list[dict], profile: Profile, batch_size: int | None = None,
              max_new_tokens: int | None = None, progress: bool = True) -> list[str]:
     """Greedy completions for step records, batched with left padding."""
     batch_size = batch_size or profile.eval_batch
-    max_new_tokens = max_new_tokens or profile.eval_max_new_tokens
+    config = eval_generation_config(profile, processor, max_new_tokens)
     frame = frame_for(profile)
     processor.tokenizer.padding_side = "left"
     device = next(model.parameters()).device
@@ -39,8 +52,7 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
                                                add_generation_prompt=True) for r in chunk]
         images = [img for r in chunk for img in images_of(r, profile)]
         enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(device)
-        gen = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                             pad_token_id=processor.tokenizer.pad_token_id)
+        gen = model.generate(**enc, generation_config=config)
         new = gen[:, enc["input_ids"].shape[1]:]
         outs += processor.batch_decode(new, skip_special_tokens=True)
     return outs

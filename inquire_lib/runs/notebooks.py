@@ -130,6 +130,24 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
+def device_info(profile: Profile) -> dict:
+    """The device a run uses, for the manifest: kind and name, the CUDA version torch was built
+    for, the GPU count, the training dtype and the number of processes ($WORLD_SIZE)."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return {
+        "device": "cuda" if cuda else "cpu",
+        "device_name": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "gpu_count": torch.cuda.device_count() if cuda else 0,
+        "cuda_version": torch.version.cuda,
+        "cudnn_version": torch.backends.cudnn.version() if cuda else None,
+        "dtype": "bfloat16" if (profile.bf16 and cuda) else "float32",
+        "load_in_4bit": profile.load_in_4bit,
+        "processes": max(1, int(os.environ.get("WORLD_SIZE", "1"))),
+    }
+
+
 def run_manifest(profile: str | Profile, seed: int | None = None) -> dict:
     """Describe the code and environment a result comes from: git sha and dirty flag, profile
     name and full settings, seed (the profile's unless given), Python and package versions, and
@@ -146,6 +164,7 @@ def run_manifest(profile: str | Profile, seed: int | None = None) -> dict:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "packages": package_versions(),
+        "device": device_info(prof),
         "created": _now(),
     })
 

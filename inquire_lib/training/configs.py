@@ -6,6 +6,9 @@ benchmarks' bare-TRL baselines train with are the same objects.
 - `task_grpo_config`: TRL `GRPOConfig` of stage 3 (task-level GRPO in PhoneEnv);
 - `lora_config`, `quantization_config`: the PEFT adapter and the 4-bit loading a profile asks for.
 
+Batches are global: each builder splits the profile's batch over the processes ($WORLD_SIZE, or
+`processes`) and the stage's gradient accumulation (`devices.batch_kwargs`).
+
 Defaults live in `Profile` only. What is kept beside a checkpoint is the config's own dict
 (`config_record`), so a recorded run says every setting TRL ran with under TRL's own name.
 """
@@ -16,6 +19,7 @@ import os
 from pathlib import Path
 
 from ..profiles import Profile
+from .devices import batch_kwargs, vllm_kwargs
 
 # the profile fields that shape stage 2 (notebook 03 shows and records them): the GRPOConfig's
 # inputs, the rewards' penalties, the prompt mix and the checkpoint choice on validation
@@ -65,14 +69,14 @@ def quantization_config(profile: Profile):
 
 
 def sft_config(profile: Profile, out_dir: str | Path, steps: int | None = None, lr: float | None = None,
-               warmup: int | None = None):
+               warmup: int | None = None, processes: int | None = None):
     """SFT on the completion tokens only, cosine schedule; `steps`, `lr` and `warmup` default to
     stage 1's (`sft_steps`, `sft_lr`, `sft_warmup_steps`); the base agent passes its own."""
     from trl import SFTConfig
 
     steps = steps or profile.sft_steps
     return SFTConfig(
-        output_dir=str(out_dir), max_steps=steps, per_device_train_batch_size=profile.sft_batch,
+        output_dir=str(out_dir), max_steps=steps, **batch_kwargs(profile, "sft", processes),
         learning_rate=profile.sft_lr if lr is None else lr, lr_scheduler_type="cosine",
         warmup_steps=profile.sft_warmup_steps if warmup is None else warmup, weight_decay=0.0,
         logging_steps=max(1, steps // 50), save_steps=profile.sft_save_steps, save_total_limit=2, max_length=None,
@@ -99,7 +103,7 @@ def reward_weights(profile: Profile, reward_names) -> list[float]:
 
 
 def grpo_config(profile: Profile, out_dir: str | Path, reward_names=("format", "action", "inquiry"),
-                steps: int | None = None):
+                steps: int | None = None, processes: int | None = None):
     """Action-level GRPO: `grpo_prompts_per_step` prompts x `num_generations` completions a step,
     constant learning rate `grpo_lr`, KL weight `beta`, loss on the `top_entropy_quantile` tokens."""
     from trl import GRPOConfig
@@ -107,15 +111,17 @@ def grpo_config(profile: Profile, out_dir: str | Path, reward_names=("format", "
     steps = steps or profile.grpo_steps
     return GRPOConfig(
         output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
-        per_device_train_batch_size=profile.grpo_prompts_per_step * profile.num_generations,
+        **batch_kwargs(profile, "grpo", processes),
         num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
         temperature=profile.temperature, beta=profile.beta, top_entropy_quantile=profile.top_entropy_quantile,
         num_iterations=profile.grpo_iterations, reward_weights=reward_weights(profile, reward_names),
-        logging_steps=1, log_completions=False, **grpo_save_kwargs(profile, steps), **_common(profile),
+        logging_steps=1, log_completions=False, **grpo_save_kwargs(profile, steps), **vllm_kwargs(profile),
+        **_common(profile),
     )
 
 
-def task_grpo_config(profile: Profile, out_dir: str | Path, max_completion_length: int, steps: int | None = None):
+def task_grpo_config(profile: Profile, out_dir: str | Path, max_completion_length: int, steps: int | None = None,
+                     processes: int | None = None):
     """Task-level GRPO: `task_num_generations` episodes per task, at most `max_episode_steps` tool
     calls each; `max_completion_length` is the whole episode's token budget, each turn's answer is
     bounded like a stage 1-2 completion."""
@@ -124,7 +130,7 @@ def task_grpo_config(profile: Profile, out_dir: str | Path, max_completion_lengt
     steps = steps or profile.task_grpo_steps
     return GRPOConfig(
         output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
-        per_device_train_batch_size=profile.grpo_prompts_per_step * profile.task_num_generations,
+        **batch_kwargs(profile, "task", processes),
         num_generations=profile.task_num_generations, max_completion_length=max_completion_length,
         max_tool_calling_iterations=profile.max_episode_steps, temperature=profile.temperature, beta=profile.beta,
         logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, log_completions=False,

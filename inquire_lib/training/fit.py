@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import devices
 from .models import disable_bnb_cpu_repack
 
 
@@ -31,17 +32,23 @@ def fit(trainer, out_dir: Path, resume: bool, meta=None) -> tuple[Path, float]:
     from ..runs.paths import atomic_dir
 
     disable_bnb_cpu_repack(trainer.model)
+    devices.prepare_trainer(trainer)  # fp32 adapters, SFT's loss over the global batch
     trainer.add_callback(mark_checkpoints_callback())
-    discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
+    if devices.is_main_process():
+        discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
     t0 = time.time()
     trainer.train(resume_from_checkpoint=last_checkpoint(out_dir) if resume else None)
     seconds = time.time() - t0
     final = out_dir / "final"
-    with atomic_dir(final) as tmp:
-        trainer.save_model(str(tmp))
-        if meta is not None:
-            (tmp / "inquire_train.json").write_text(json.dumps(meta(tmp, seconds), default=str))
-        write_marker(tmp)
+    if devices.is_main_process():
+        with atomic_dir(final) as tmp:
+            trainer.save_model(str(tmp))
+            if meta is not None:
+                (tmp / "inquire_train.json").write_text(json.dumps(meta(tmp, seconds), default=str))
+            write_marker(tmp)
+    else:
+        trainer.save_model(str(final))  # collective under ZeRO-3; only the main process writes
+    devices.wait_for_everyone()
     return final, seconds
 
 

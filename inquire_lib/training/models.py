@@ -131,7 +131,8 @@ def model_path(profile: Profile) -> str:
     if profile.is_tiny:
         size = profile.model.split(":", 1)[1]
         return str(build_tiny_model(cache_dir() / "models" / f"tiny-{size}-s{profile.seed}", size, profile.seed, profile))
-    return profile.model
+    from .devices import resolve_model
+    return resolve_model(profile)
 
 
 def n_params(model) -> int:
@@ -169,8 +170,10 @@ def load_model_and_processor(profile: Profile, checkpoint: str | None = None, ad
     `adapter` loads a PEFT adapter on top. 4-bit NF4 when the profile asks for it."""
     from transformers import AutoModelForImageTextToText
 
+    from .devices import require_device
     from .weights import check_weights
 
+    require_device(profile)
     path = checkpoint or model_path(profile)
     check_weights(path)  # truncated or NaN/Inf weights are refused here, naming the file
     if adapter:

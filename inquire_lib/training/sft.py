@@ -22,6 +22,7 @@ from ..data.benchmark import benchmark
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir, atomic_dir, cache_dir
 from .configs import config_record, lora_config, sft_config
+from .devices import is_main_process, wait_for_everyone
 from .fit import TrainResult, fit
 from .models import load_model_and_processor, model_path
 
@@ -76,19 +77,23 @@ def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
     res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
-    with atomic_dir(path) as tmp:  # replaces a cache that failed its check, whole
-        shutil.copytree(res.path, tmp, dirs_exist_ok=True)  # the final's marker comes along
-    shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
+    if is_main_process():
+        with atomic_dir(path) as tmp:  # replaces a cache that failed its check, whole
+            shutil.copytree(res.path, tmp, dirs_exist_ok=True)  # the final's marker comes along
+        shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
+    wait_for_everyone()
     return str(path)
 
 
 def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | None = None, resume: bool = False,
-        max_steps: int | None = None, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
-    """Stage 1, from the base agent (or the profile's checkpoint). Writes `artifacts/<profile>/<name>/`
-    (checkpoints inside) and returns the final path: an adapter with LoRA, else a full model."""
+        max_steps: int | None = None, train: datasets.Dataset | None = None, callbacks=None,
+        start: str | None = None) -> TrainResult:
+    """Stage 1, from `start` (a full model folder), else the base agent (or the profile's
+    checkpoint). Writes `artifacts/<profile>/<name>/` (checkpoints inside) and returns the final
+    path: an adapter with LoRA, else a full model."""
     profile = get_profile(profile)
     fraction = profile.sft_inquiry_fraction if inquiry_fraction is None else inquiry_fraction
-    return _run_sft(profile, start=base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
+    return _run_sft(profile, start=start or base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
                     steps=max_steps or profile.sft_steps, lr=profile.sft_lr, warmup=profile.sft_warmup_steps,
                     resume=resume, train=train, callbacks=callbacks)
 
