@@ -29,10 +29,15 @@ def _validate(args) -> int:
 
 
 def _run(args) -> int:
+    from .profiles import OverrideError, parse_overrides
     from .runs.notebooks import NotebookFailed, run_notebooks
 
     try:
-        run_notebooks(args.profile, only=args.only or None)
+        overrides = parse_overrides(args.set or [])
+        run_notebooks(args.profile, only=args.only or None, overrides=overrides, name=args.name)
+    except (OverrideError, KeyError, ValueError) as exc:  # settings refused before any kernel starts
+        print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
+        return 2
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -48,7 +53,14 @@ def _report(args) -> int:
 def _profile(args) -> int:
     from .profiles import get_profile
 
-    print(json.dumps(get_profile(args.name).to_dict(), indent=1))
+    from .profiles import OverrideError, apply_overrides, parse_overrides
+
+    try:
+        profile = apply_overrides(get_profile(args.name), parse_overrides(args.set or []))
+    except (OverrideError, KeyError) as exc:
+        print(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(profile.to_dict(), indent=1))
     return 0
 
 
@@ -65,9 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--image-root", default=None)
     v.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
     v.set_defaults(fn=_validate)
-    r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/")
+    r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/<name>/")
     r.add_argument("--profile", default="cpu")
     r.add_argument("--only", nargs="*", help="notebook prefixes, e.g. 01 02")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a profile field (repeatable), e.g. --set grpo_lr=1e-4 --set missed_penalty=2")
+    r.add_argument("--name", default=None,
+                   help="run name (default: 'default', or the overrides, e.g. grpo_lr=0.0001); an existing run "
+                        "with the same settings is continued, one with other settings is refused")
     r.set_defaults(fn=_run)
     rep = sub.add_parser("report", help="write a self-contained HTML report of a run's evaluation")
     rep.add_argument("run_dir")
@@ -76,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     rep.set_defaults(fn=_report)
     pr = sub.add_parser("profile", help="print a profile's settings")
     pr.add_argument("name")
+    pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="show the profile with this override")
     pr.set_defaults(fn=_profile)
     args = p.parse_args(argv)
     return args.fn(args)

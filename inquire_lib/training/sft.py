@@ -57,6 +57,22 @@ def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: f
 
 
 BASE_AGENT_VERSION = 1  # bump when the world, prompts or recipe change what the base agent learns
+# the profile fields that shape the base agent: an OVERRIDE of one of them gets a base agent of its
+# own (cached under a hash of those overrides); any other override shares the profile's
+BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
+                     "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
+                     "sft_batch")
+
+
+def base_agent_dir(profile: Profile) -> Path:
+    """Where the profile's base agent is cached: one per profile and seed, and one more per set of
+    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it)."""
+    name = f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
+    touched = {k: v for k, v in profile.overrides if k in BASE_AGENT_FIELDS}
+    if touched:
+        digest = hashlib.sha1(json.dumps(touched, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        name += f"-o{digest}"
+    return cache_dir() / "models" / name
 
 
 def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
@@ -66,7 +82,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
     profile = get_profile(profile)
     if profile.base_agent_steps <= 0:
         return None
-    path = cache_dir() / "models" / f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
+    path = base_agent_dir(profile)
     if (path / "config.json").exists():
         return str(path)
     plain = profile.replace(lora=False, load_in_4bit=False)
