@@ -4,6 +4,7 @@
 #   make test-fast                     import contracts + the tests not marked slow (no notebooks, training, browser)
 #   make bench                         every benchmarks/*.py
 #   make lab                           JupyterLab on the repo
+#   make dashboard                     TensorBoard over every run (papermill_runs/<profile>/<run>/tensorboard)
 #   make strip                         clear outputs of notebooks/*.ipynb
 
 PROFILE ?= cpu
@@ -18,7 +19,7 @@ BENCHMARKS := $(filter-out benchmarks/_%,$(sort $(wildcard benchmarks/*.py)))
 # JupyterLab refuses to start as root unless told.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install browser run test test-fast lint bench lab strip
+.PHONY: install browser run test test-fast lint bench lab strip dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +66,13 @@ test-fast: $(STAMP) lint
 bench: $(STAMP)
 	@test -n "$(BENCHMARKS)" || { echo "no benchmarks/*.py to run" >&2; exit 1; }
 	@set -e; for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python $$b; done
+
+# Every run of every profile side by side: training curves, the effective profile (text and
+# hyperparameters) and each checkpoint's headline metrics. RUNS=papermill_runs/smoke narrows it.
+RUNS ?= papermill_runs
+PORT ?= 6006
+dashboard: $(STAMP)
+	$(BIN)/tensorboard --logdir $(RUNS) --port $(PORT) --bind_all
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab $(LAB_ROOT) --notebook-dir=.

@@ -21,6 +21,7 @@ from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir, atomic_dir, cache_dir
+from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
 from .fit import TrainResult, fit
 from .models import load_model_and_processor, model_path
@@ -103,11 +104,13 @@ def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | Non
     fraction = profile.sft_inquiry_fraction if inquiry_fraction is None else inquiry_fraction
     return _run_sft(profile, start=base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
                     steps=max_steps or profile.sft_steps, lr=profile.sft_lr, warmup=profile.sft_warmup_steps,
-                    resume=resume, train=train, callbacks=callbacks)
+                    resume=resume, train=train, callbacks=callbacks, track=name)
 
 
 def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fraction: float, steps: int, lr: float,
-             warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
+             warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None,
+             track: str | None = None) -> TrainResult:
+    """Supervised fine-tuning into `out_dir`; logs to the run's tracker as stage `track` (None: not tracked)."""
     from trl import SFTTrainer
 
     torch.set_num_threads(profile.torch_threads)
@@ -115,11 +118,14 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     train = train if train is not None else training_records(benchmark(profile)["train"], profile, inquiry_fraction, oversample)
     model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
     config = sft_config(profile, out_dir, steps=steps, lr=lr, warmup=warmup)
-    trainer = SFTTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
-                         peft_config=lora_config(profile) if profile.lora else None, callbacks=callbacks)
+    record = config_record(config)  # what is trained, not where it is logged
+    with trainer_tracking(profile, track) as tracking:
+        trainer = SFTTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
+                             processing_class=processor, peft_config=lora_config(profile) if profile.lora else None,
+                             callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume)
     (final / "inquire_train.json").write_text(json.dumps({
         "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
         "start": start or model_path(profile), "base": start or model_path(profile), "seconds": seconds,
-        "n_examples": len(train), "steps": steps, "config": config_record(config)}))
+        "n_examples": len(train), "steps": steps, "config": record}))
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)

@@ -46,6 +46,7 @@ from .checkpoints import checkpoint_path
 from .configs import config_record, lora_config, task_grpo_config
 from .fit import TrainResult, fit
 from .models import base_of, load_checkpoint
+from ..runs.tracking import trainer_tracking, use_tracking
 from ..world.env import PhoneEnv
 from ..world.expert import expert_act
 from ..world.render import render
@@ -290,12 +291,13 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
     use_task_template(processor)
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     steps = max_steps or profile.task_grpo_steps
-    config = task_grpo_config(profile, out_dir, episode_token_budget(profile), steps)
-    reward = TaskReward(profile)
-    trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
-                          reward_funcs=[reward], environment_factory=partial(PhoneTaskEnv, profile),
-                          peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
-                          callbacks=callbacks)
+    with trainer_tracking(profile, name) as tracking:
+        config = use_tracking(task_grpo_config(profile, out_dir, episode_token_budget(profile), steps), tracking)
+        reward = TaskReward(profile)
+        trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
+                              reward_funcs=[reward], environment_factory=partial(PhoneTaskEnv, profile),
+                              peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
+                              callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume)
     adapter = (final / "adapter_config.json").exists()
     (final / "inquire_train.json").write_text(json.dumps({
