@@ -1,5 +1,6 @@
 # Inquire workbench: one way to install, run, test and benchmark.
-#   make run [PROFILE=smoke|cpu|gpu]   execute every notebook with papermill
+#   make run [PROFILE=smoke|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
+#                                      execute every notebook with papermill as a named run
 #   make test                          import contracts + the whole pytest suite (installs chromium if it can)
 #   make test-fast                     import contracts + the tests not marked slow (no notebooks, training, browser)
 #   make bench                         every benchmarks/*.py
@@ -34,7 +35,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/inquire run --profile $(PROFILE)
+	$(BIN)/inquire run --profile $(PROFILE) $(if $(NAME),--name $(NAME)) $(foreach s,$(SET),--set $(s))
 
 # A Chrome for plotly's PNG export and the browser tests (kaleido drives a system one). Obtained the
 # way .ci/run always did: apt-get, as root or through password-less sudo; otherwise one line says
