@@ -47,7 +47,8 @@ def _run(args) -> int:
 def _report(args) -> int:
     from .viz.report import report_main
 
-    return report_main(args.run_dir, args.out, args.failures_only)
+    return report_main(args.run_dir, args.out, args.failures_only, max_cards=args.max_cards,
+                       checkpoints=args.checkpoints, outcomes=args.outcomes)
 
 
 def _profile(args) -> int:
@@ -90,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     rep.add_argument("run_dir")
     rep.add_argument("-o", "--out", default="report.html")
     rep.add_argument("--failures-only", action="store_true")
+    rep.add_argument("--checkpoints", nargs="+", help="only these checkpoints (default: all)")
+    rep.add_argument("--outcomes", nargs="+", help="only steps with these outcomes, e.g. missed_inquiry")
+    rep.add_argument("--max-cards", type=int, default=200,
+                     help="step cards in all, shared across checkpoints, failures first (default 200)")
     rep.set_defaults(fn=_report)
     pr = sub.add_parser("profile", help="print a profile's settings")
     pr.add_argument("name")
