@@ -391,10 +391,11 @@ def run_notebooks(
 
 def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path | None = None,
           subdir: str = "sweeps", kernel_name: str = "python3", cwd: str | Path | None = None,
-          log: Callable[[str], None] | None = print) -> list[dict]:
+          log: Callable[[str], None] | None = print, overrides: dict | None = None) -> list[dict]:
     """Execute one parametrised notebook once per point of `grid` with papermill, each into
     `<out_root>/<profile>/<subdir>/<stem>__k1-v1_k2-v2.ipynb`. Every point runs even if another
-    failed; returns one record per point {parameters, executed, duration_s, status, error}."""
+    failed; returns one record per point {parameters, executed, duration_s, status, error}. The run's
+    `overrides` (checked) go to every point as OVERRIDES, kept out of the file names."""
     import papermill
 
     prof = get_profile(profile)
@@ -402,9 +403,10 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
     name = run_name()
     out_dir.mkdir(parents=True, exist_ok=True)
     say = log or (lambda _msg: None)
+    checked = check_overrides(overrides)
     results = []
     for point in grid:
-        params = {"PROFILE": prof.name, **point}
+        params = {"PROFILE": prof.name, **point, **({"OVERRIDES": checked} if checked else {})}
         tag = "_".join(f"{k}-{v}" for k, v in sorted(point.items()))
         executed = out_dir / f"{Path(notebook).stem}__{tag}.ipynb"
         t0 = time.perf_counter()
