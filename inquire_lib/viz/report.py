@@ -43,6 +43,7 @@ td:first-child, th:first-child { text-align: left; }
 /* field names and headers stay whole; only values may break (long untrusted tokens) */
 .card .text td:first-child, .card .text th { white-space: nowrap; }
 .card pre { background: #f6f6f6; padding: 4px; font-size: 12px; }
+.summary td { white-space: nowrap; }
 .summary td .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 #empty { padding: 12px; background: #fff8e1; border: 1px solid #f0c36d; display: none; }
 """
@@ -263,6 +264,9 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
                 images[key] = _png_data_uri(layout_image.source)
             layout_image.source = key
         spec = json.loads(fig.to_json())
+        # plotly.py's default template is ~9 KB of JSON per figure; plotly.js's own defaults draw
+        # these figures the same (they set their colours, fonts and axes themselves)
+        spec["layout"].pop("template", None)
         cards.append(
             f"<div class='card' id='card-{i}' data-outcome='{pred['outcome']}' "
             f"data-checkpoint='{html.escape(pred['checkpoint'], quote=True)}' "
