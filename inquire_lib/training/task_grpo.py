@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
+import warnings
 from pathlib import Path
 
 import datasets
@@ -291,7 +292,10 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
     use_task_template(processor)
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     steps = max_steps or profile.task_grpo_steps
-    with trainer_tracking(profile, name) as tracking:
+    with trainer_tracking(profile, name) as tracking, warnings.catch_warnings():
+        # TRL marks environment_factory experimental with a UserWarning on every trainer; we rely on it
+        # knowingly (pinned TRL) and the notebook output should not repeat it
+        warnings.filterwarnings("ignore", message=".*environment_factory.*", category=UserWarning)
         config = use_tracking(task_grpo_config(profile, out_dir, episode_token_budget(profile), steps), tracking)
         reward = TaskReward(profile)
         trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
