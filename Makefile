@@ -1,9 +1,11 @@
 # Inquire workbench: one way to install, run, test and benchmark.
-#   make run [PROFILE=smoke|cpu|gpu]   execute every notebook with papermill
+#   make run [PROFILE=smoke|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
+#                                      execute every notebook with papermill as a named run
 #   make test                          import contracts + the whole pytest suite (installs chromium if it can)
 #   make test-fast                     import contracts + the tests not marked slow (no notebooks, training, browser)
 #   make bench                         every benchmarks/*.py
 #   make lab                           JupyterLab on the repo
+#   make dashboard                     TensorBoard over every run (papermill_runs/<profile>/<run>/tensorboard)
 #   make strip                         clear outputs of notebooks/*.ipynb
 
 PROFILE ?= cpu
@@ -18,7 +20,7 @@ BENCHMARKS := $(filter-out benchmarks/_%,$(sort $(wildcard benchmarks/*.py)))
 # JupyterLab refuses to start as root unless told.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install browser run test test-fast lint bench lab strip
+.PHONY: install browser run test test-fast lint bench lab strip dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,7 +35,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/inquire run --profile $(PROFILE)
+	$(BIN)/inquire run --profile $(PROFILE) $(if $(NAME),--name $(NAME)) $(foreach s,$(SET),--set $(s))
 
 # A Chrome for plotly's PNG export and the browser tests (kaleido drives a system one). Obtained the
 # way .ci/run always did: apt-get, as root or through password-less sudo; otherwise one line says
@@ -65,6 +67,13 @@ test-fast: $(STAMP) lint
 bench: $(STAMP)
 	@test -n "$(BENCHMARKS)" || { echo "no benchmarks/*.py to run" >&2; exit 1; }
 	@set -e; for b in $(BENCHMARKS); do echo "== $$b"; $(BIN)/python $$b; done
+
+# Every run of every profile side by side: training curves, the effective profile (text and
+# hyperparameters) and each checkpoint's headline metrics. RUNS=papermill_runs/smoke narrows it.
+RUNS ?= papermill_runs
+PORT ?= 6006
+dashboard: $(STAMP)
+	$(BIN)/tensorboard --logdir $(RUNS) --port $(PORT) --bind_all
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab $(LAB_ROOT) --notebook-dir=.

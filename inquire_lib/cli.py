@@ -76,6 +76,7 @@ def _profile_or_usage(name: str):
 
 
 def _run(args) -> int:
+    from .profiles import OverrideError, parse_overrides
     from .runs.notebooks import NotebookFailed, discover_notebooks, run_notebooks, select_notebooks
 
     _profile_or_usage(args.profile)
@@ -85,7 +86,10 @@ def _run(args) -> int:
         except ValueError as exc:
             raise UsageError(f"argument --only: {exc}") from None
     try:
-        run_notebooks(args.profile, only=args.only or None)
+        overrides = parse_overrides(args.set or [])
+        run_notebooks(args.profile, only=args.only or None, overrides=overrides, name=args.name)
+    except (OverrideError, KeyError, ValueError) as exc:  # settings refused before any kernel starts
+        raise UsageError(exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -107,11 +111,21 @@ def _report(args) -> int:
             if not parent.is_dir():
                 raise UsageError(f"argument -o/--out: {out} lies under {parent}, which is a file")
             break
-    return report_main(args.run_dir, args.out, args.failures_only)
+    if args.max_cards is not None and args.max_cards < 1:
+        raise UsageError(f"argument --max-cards: expected a positive number, got {args.max_cards}")
+    return report_main(args.run_dir, args.out, args.failures_only, max_cards=args.max_cards,
+                       checkpoints=args.checkpoints, outcomes=args.outcomes)
 
 
 def _profile(args) -> int:
-    print(json.dumps(_profile_or_usage(args.name).to_dict(), indent=1))
+    from .profiles import OverrideError, apply_overrides, parse_overrides
+
+    profile = _profile_or_usage(args.name)
+    try:
+        profile = apply_overrides(profile, parse_overrides(args.set or []))
+    except OverrideError as exc:
+        raise UsageError(str(exc)) from None
+    print(json.dumps(profile.to_dict(), indent=1))
     return 0
 
 
@@ -134,14 +148,14 @@ def _train(args) -> int:
     """One stage in this process; under `accelerate launch` / `torchrun` each process runs this
     and TRL splits the batches. The data and the tiny model are prepared by rank 0 first."""
     from .data.benchmark import benchmark
-    from .profiles import get_profile, parse_sets
+    from .profiles import apply_overrides, get_profile, parse_overrides
     from .training import grpo as grpo_stage
     from .training import sft as sft_stage
     from .training.devices import is_main_process, require_device, world_size
     from .training.models import model_path
 
     try:
-        profile = get_profile(args.profile, **parse_sets(args.set))
+        profile = apply_overrides(get_profile(args.profile), parse_overrides(args.set))
         require_device(profile)
     except (KeyError, ValueError, RuntimeError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
@@ -174,9 +188,9 @@ def _train(args) -> int:
 
 def _export(args) -> int:
     from .training.export_verl import export_verl
-    from .profiles import get_profile, parse_sets
+    from .profiles import apply_overrides, get_profile, parse_overrides
 
-    profile = get_profile(args.profile, **parse_sets(args.set))
+    profile = apply_overrides(get_profile(args.profile), parse_overrides(args.set))
     info = export_verl(profile, args.out, splits=args.splits)
     print(json.dumps(info, indent=1))
     return 0
@@ -211,18 +225,28 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("--max-line-bytes", type=int, default=None,
                    help="longest line accepted (default 1 MiB, or $INQUIRE_MAX_LINE_BYTES)")
     v.set_defaults(fn=_validate)
-    r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/",
+    r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/<name>/",
                        parents=[debug])
     r.add_argument("--profile", default="cpu")
     r.add_argument("--only", nargs="*", help="notebook prefixes, e.g. 01 02")
+    r.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a profile field (repeatable), e.g. --set grpo_lr=1e-4 --set missed_penalty=2")
+    r.add_argument("--name", default=None,
+                   help="run name (default: 'default', or the overrides, e.g. grpo_lr=0.0001); an existing run "
+                        "with the same settings is continued, one with other settings is refused")
     r.set_defaults(fn=_run)
     rep = sub.add_parser("report", help="write a self-contained HTML report of a run's evaluation", parents=[debug])
     rep.add_argument("run_dir")
     rep.add_argument("-o", "--out", default="report.html")
     rep.add_argument("--failures-only", action="store_true")
+    rep.add_argument("--checkpoints", nargs="+", help="only these checkpoints (default: all)")
+    rep.add_argument("--outcomes", nargs="+", help="only steps with these outcomes, e.g. missed_inquiry")
+    rep.add_argument("--max-cards", type=int, default=200,
+                     help="step cards in all, shared across checkpoints, failures first (default 200)")
     rep.set_defaults(fn=_report)
     pr = sub.add_parser("profile", help="print a profile's settings", parents=[debug])
     pr.add_argument("name")
+    pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="show the profile with this override")
     pr.set_defaults(fn=_profile)
     t = sub.add_parser("train", help="run one training stage (under `accelerate launch` for several processes)",
                        parents=[debug])

@@ -1,13 +1,19 @@
 """Profiles: one code path from a laptop to a GPU.
 
-A profile is a frozen dataclass of sizes and model choices. Notebooks take `PROFILE` (a name) as
-their only papermill parameter of substance; everything else is looked up here, so `smoke` (CI),
-`cpu` (the default main job) and `gpu` (a real checkpoint) run the very same code.
+A profile is a frozen dataclass of sizes and model choices. Notebooks take `PROFILE` (a name) and
+`OVERRIDES` (a dict of profile fields, checked by `apply_overrides`); everything else is looked up
+here, so `smoke` (CI), `cpu` (the default main job) and `gpu` (a real checkpoint) run the very same
+code. `inquire run --set grpo_lr=1e-4` reaches the same check through `parse_overrides`.
 """
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import hashlib
+import json
+import re
 from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,9 @@ class Profile:
     export_png: bool = True  # figures as PNG too (needs a Chrome), not only HTML
     # seconds one notebook cell may run before papermill stops it as hung (None: no limit)
     cell_timeout_s: int | None = None
+    # the OVERRIDES this profile was made with, sorted (key, value) pairs; set by `apply_overrides`
+    # only, so an internal `replace` (ablation variants) keeps sharing the run's base agent
+    overrides: tuple = ()
 
     def replace(self, **changes) -> "Profile":
         return dataclasses.replace(self, **changes)
@@ -149,36 +158,14 @@ PROFILES: dict[str, Profile] = {
     ),
 }
 
-
-def parse_sets(items) -> dict:
-    """`key=value` strings (the command line's `--set`) -> typed overrides of Profile fields: the
-    value is read as the field's type (bool: true/false/1/0; tuples: comma-separated)."""
-    fields = {f.name: f for f in dataclasses.fields(Profile)}
-    out: dict = {}
-    for item in items or ():
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or key not in fields:
-            raise ValueError(f"--set {item!r}: expected FIELD=VALUE with FIELD one of Profile's fields")
-        default = getattr(PROFILES["cpu"], key)
-        try:
-            if isinstance(default, bool):
-                if raw.lower() not in ("true", "false", "1", "0"):
-                    raise ValueError(raw)
-                value = raw.lower() in ("true", "1")
-            elif isinstance(default, dict):  # name:value,name:value
-                value = {k.strip(): float(v) for k, _, v in (kv.partition(":") for kv in raw.split(",") if kv)}
-            elif isinstance(default, tuple):
-                kind = type(default[0]) if default else str
-                value = tuple(kind(v) for v in raw.split(",") if v)
-            elif key == "train_seed":
-                value = None if raw.lower() == "none" else int(raw)
-            else:
-                value = type(default)(raw)
-        except ValueError:
-            raise ValueError(f"--set {item!r}: {raw!r} is not a {type(default).__name__}") from None
-        out[key] = value
-    return out
+# what each profile can and cannot show; the first line of every notebook's output says it
+PURPOSES: dict[str, str] = {
+    "smoke": ("Smoke checks the plumbing, not learning: a ~0.4M-parameter model for a few steps, so trained "
+              "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."),
+    "cpu": ("cpu trains the tiny model for real on 2 cores (hours the first time): the papers' claims in "
+            "miniature, with 95% CIs of about +-15 points on 40 inquiry steps."),
+    "gpu": "gpu runs Qwen2.5-VL-3B with 4-bit QLoRA on one GPU: the full-size recipe.",
+}
 
 
 def get_profile(name: str | Profile, **overrides) -> Profile:
@@ -190,3 +177,163 @@ def get_profile(name: str | Profile, **overrides) -> Profile:
             raise KeyError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}")
         base = PROFILES[name]
     return base.replace(**overrides) if overrides else base
+
+
+# ------------------------------------------------------------------------------------ overrides
+# Fields an override may not touch: the name picks the profile, `overrides` records the others.
+_FIXED = ("name", "overrides")
+_BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
+def overridable_fields() -> dict[str, str]:
+    """Field name -> its declared type (as written in the class), for every overridable field."""
+    return {f.name: str(f.type) for f in dataclasses.fields(Profile) if f.name not in _FIXED}
+
+
+class OverrideError(ValueError):
+    """An override names no profile field or has a value of the wrong type; the message is one line."""
+
+
+def _unknown(key: str) -> OverrideError:
+    valid = sorted(overridable_fields())
+    close = difflib.get_close_matches(key, valid, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return OverrideError(f"unknown profile field {key!r}{hint}; valid fields: {', '.join(valid)}")
+
+
+def _bad(key: str, kind: str, value: Any) -> OverrideError:
+    return OverrideError(f"profile field {key!r} takes {kind}, got {value!r}")
+
+
+def _item(key: str, inner: str, value: Any) -> Any:
+    if inner == "str" and isinstance(value, str):
+        return value
+    if inner == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise _bad(key, f"a list of {inner}", value)
+
+
+
+def check_override(key: str, value: Any) -> Any:
+    """Return `value` as the type of field `key` (an int is accepted for a float, a list for a
+    tuple); raise OverrideError naming the key for an unknown field or an ill-typed value."""
+    types = overridable_fields()
+    if key not in types:
+        raise _unknown(key)
+    kind = types[key]
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise _bad(key, "a bool", value)
+        return value
+    if kind == "int" or kind == "int | None":
+        if value is None and kind == "int | None":
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _bad(key, "an int" + (" or None" if "None" in kind else ""), value)
+        return value
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _bad(key, "a float", value)
+        return float(value)
+    if kind == "str":
+        if not isinstance(value, str) or not value:
+            raise _bad(key, "a non-empty str", value)
+        return value
+    if kind == "dict[str, float]":
+        if not isinstance(value, dict) or not value or not all(isinstance(k, str) for k in value):
+            raise _bad(key, "a non-empty dict of str to float", value)
+        return {k: _item(key, "float", v) for k, v in value.items()}
+    if kind.startswith("tuple["):
+        inner = kind[len("tuple["):].split(",")[0].strip()
+        if not isinstance(value, (list, tuple)) or not value:
+            raise _bad(key, f"a non-empty list of {inner}", value)
+        return tuple(_item(key, inner, v) for v in value)
+    raise _bad(key, kind, value)  # a field type this checker does not know: refuse rather than guess
+
+
+def _parse_text(key: str, text: str) -> Any:
+    """A command-line value as the type of field `key`."""
+    types = overridable_fields()
+    if key not in types:
+        raise _unknown(key)
+    kind, raw = types[key], text.strip()
+    try:
+        if kind == "bool":
+            if raw.lower() not in _BOOL_WORDS:
+                raise ValueError
+            return _BOOL_WORDS[raw.lower()]
+        if kind in ("int", "int | None"):
+            if kind == "int | None" and raw.lower() in ("none", "null", ""):
+                return None
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+        if kind == "dict[str, float]":  # format:1,action:1,inquiry:2
+            pairs = [p.split(":", 1) for p in raw.split(",") if p.strip()]
+            if not pairs or any(len(p) != 2 or not p[0].strip() for p in pairs):
+                raise ValueError
+            return {k.strip(): float(v) for k, v in pairs}
+        if kind.startswith("tuple["):
+            inner = kind[len("tuple["):].split(",")[0].strip()
+            parts = [p.strip() for p in raw.split(",") if p.strip()]
+            return [float(p) for p in parts] if inner == "float" else parts
+    except ValueError:
+        pass
+    else:
+        return raw
+    word = {"bool": "a bool (true/false)", "int": "an int", "int | None": "an int or none", "float": "a float",
+            "dict[str, float]": "name:value pairs (e.g. format:1,action:1,inquiry:2)"}
+    raise _bad(key, word.get(kind, kind), text)
+
+
+def parse_overrides(items: Iterable[str]) -> dict[str, Any]:
+    """`["grpo_lr=1e-4", "missed_penalty=2"]` -> {"grpo_lr": 0.0001, "missed_penalty": 2.0}, each
+    value checked against its field; a repeated key keeps the last value."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = str(item).partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise OverrideError(f"override {item!r} is not KEY=VALUE (e.g. grpo_lr=1e-4)")
+        out[key] = check_override(key, _parse_text(key, text))
+    return out
+
+
+def check_overrides(overrides: dict | None) -> dict[str, Any]:
+    """Every override checked (see `check_override`), sorted by key; None is no override."""
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, dict):
+        raise OverrideError(f"OVERRIDES must be a dict of profile fields, got {type(overrides).__name__}")
+    return {k: check_override(str(k), overrides[k]) for k in sorted(overrides)}
+
+
+def apply_overrides(profile: str | Profile, overrides: dict | None) -> Profile:
+    """The profile with `overrides` applied (checked first) and recorded in its `overrides` field."""
+    base = get_profile(profile)
+    checked = check_overrides(overrides)
+    if not checked:
+        return base
+    merged = dict(base.overrides)
+    merged.update(checked)
+    return base.replace(**checked, overrides=tuple(sorted(merged.items())))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(_fmt(v) for v in value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def default_run_name(overrides: dict | None) -> str:
+    """The run name when none is given: "default" without overrides, else `key=value` pairs joined
+    by "_" (sorted; characters other than letters, digits and `.,=+-` become "-"); a name longer than
+    80 characters is cut and ends in a hash of the full one, so two override sets never share it."""
+    checked = check_overrides(overrides)
+    if not checked:
+        return "default"
+    name = re.sub(r"[^A-Za-z0-9.,=+_-]", "-", "_".join(f"{k}={_fmt(v)}" for k, v in checked.items()))
+    if len(name) > 80:
+        digest = hashlib.sha1(json.dumps(checked, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        name = f"{name[:71]}-{digest}"
+    return name

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from inquire_lib.runs.paths import FOLDERS
+from inquire_lib.runs.paths import FOLDERS, RUN_NAME
 
 
 @pytest.fixture(scope="session")
@@ -33,4 +33,6 @@ def private_folders(tmp_path_factory, session_cache, monkeypatch):
             folders[folder] = os.environ[variable]
         else:
             monkeypatch.setenv(variable, str(path))
+            if folder == "runs":  # a fresh runs folder holds the default run
+                monkeypatch.delenv(RUN_NAME[0], raising=False)
     return folders

@@ -143,8 +143,8 @@ def all_preds() -> list[dict]:
 
 
 def write_run(root: Path, trajectories: bool = False, metrics: bool = True) -> Path:
-    """Write a run dir (eval/<ckpt>/step_predictions.jsonl, eval/screens, metrics); return it."""
-    run = Path(root) / "papermill_runs" / "smoke"
+    """Write the default smoke run's dir (eval/<ckpt>/step_predictions.jsonl, eval/screens, metrics); return it."""
+    run = Path(root) / "papermill_runs" / "smoke" / "default"  # the default run (see runs/paths.py)
     screens = run / "eval" / "screens"
     screens.mkdir(parents=True, exist_ok=True)
     preds = all_preds()

@@ -136,15 +136,15 @@ def test_expert_reference_is_perfect(records, tmp_path):
     assert sorted(m["by_category"]) == sorted({r["category"] for r in records})
     assert sum(c["n"] for c in m["by_category"].values()) == len(records)
     # files: predictions one per line with the schema's fields, metrics, screenshots
-    preds = (tmp_path / "smoke" / "eval" / "expert" / "step_predictions.jsonl").read_text().splitlines()
+    preds = (tmp_path / "smoke" / "default" / "eval" / "expert" / "step_predictions.jsonl").read_text().splitlines()
     assert len(preds) == len(records)
     first = json.loads(preds[0])
     assert first["checkpoint"] == "expert" and first["outcome"] == "correct"
     assert {"id", "task_id", "step", "category", "subcategory", "instruction", "history", "inquiry_required",
             "inquiry_reason", "gold_action", "gold_bbox", "raw_output", "think", "parsed_action", "parse_error",
             "format_ok", "type_ok", "arg_ok", "outcome", "screenshot", "frame"} <= set(first)
-    assert (tmp_path / "smoke" / "eval" / first["screenshot"]).stat().st_size > 1000
-    saved = json.loads((tmp_path / "smoke" / "metrics" / "step_expert.json").read_text())
+    assert (tmp_path / "smoke" / "default" / "eval" / first["screenshot"]).stat().st_size > 1000
+    saved = json.loads((tmp_path / "smoke" / "default" / "metrics" / "step_expert.json").read_text())
     assert saved["overall"] == json.loads(json.dumps(o)) and saved["checkpoint"] == "expert"
 
 

@@ -23,9 +23,9 @@ def test_notebook_01_smoke(tmp_path, monkeypatch):
                                   progress_bar=False, log=None)
     assert manifest["status"] == "ok"
     assert [nb["name"] for nb in manifest["notebooks"]] == ["01_explore_inquirebench"]
-    assert (tmp_path / "papermill_runs" / "smoke" / "01_explore_inquirebench.ipynb").exists()
+    assert (tmp_path / "papermill_runs" / "smoke" / "default" / "01_explore_inquirebench.ipynb").exists()
 
-    m = json.loads((tmp_path / "papermill_runs" / "smoke" / "metrics" / "01_explore_inquirebench.json").read_text())
+    m = json.loads((tmp_path / "papermill_runs" / "smoke" / "default" / "metrics" / "01_explore_inquirebench.json").read_text())
     assert m["notebook"] == "01_explore_inquirebench" and m["profile"] == "smoke" and m["seed"] == 0
     assert m["n_tasks"] == explore.coverage_tasks() == 54
     assert m["n_categories"] == 5 and m["n_subcategories"] == 22

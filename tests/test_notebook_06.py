@@ -28,7 +28,7 @@ def test_notebook_06_smoke(tmp_path, monkeypatch, private_folders):
     """The run folder is passed as RUN_ROOT; figures go to this test's private folder."""
     FIGURES = Path(private_folders["figures"]) / "smoke"
     root = tmp_path / "papermill_runs"
-    syn.write_run(tmp_path)  # tmp_path/papermill_runs/smoke/eval/{base,sft}/...
+    syn.write_run(tmp_path)  # tmp_path/papermill_runs/smoke/default/eval/{base,sft}/...
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         filter(None, [str(runs.REPO_ROOT), os.environ.get("PYTHONPATH")])))
     manifest = runs.run_notebooks("smoke", only=["06"], out_root=root, cwd=tmp_path,
@@ -36,12 +36,12 @@ def test_notebook_06_smoke(tmp_path, monkeypatch, private_folders):
     assert manifest["status"] == "ok"
     assert [nb["name"] for nb in manifest["notebooks"]] == ["06_inspect_trajectories"]
 
-    executed = nbformat.read(root / "smoke" / "06_inspect_trajectories.ipynb", as_version=4)
+    executed = nbformat.read(root / "smoke" / "default" / "06_inspect_trajectories.ipynb", as_version=4)
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert sum("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in outputs) == 1
 
-    m = json.loads((root / "smoke" / "metrics" / "06_inspect_trajectories.json").read_text())
+    m = json.loads((root / "smoke" / "default" / "metrics" / "06_inspect_trajectories.json").read_text())
     assert m["notebook"] == "06_inspect_trajectories" and m["manifest"]["profile"] == "smoke"
     assert m["checkpoints"] == ["base", "sft"] and m["pair"] == ["base", "sft"]
     assert m["outcomes"] == {

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import nbformat
 
+from inquire_lib.runs import notebooks as runs
+
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(p for p in NOTEBOOKS_DIR.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 NUMBERED = [p for p in NOTEBOOKS if p.parent == NOTEBOOKS_DIR]
@@ -66,13 +68,17 @@ def test_all_seven_notebooks_and_the_ablation_point_are_checked():
 
 def test_one_idiom_one_front_door():
     """Every notebook reaches the library through `inquire_lib.pipeline` only, takes its profile from
-    `pipeline.profile_of`, and the numbered ones write `metrics/<notebook>.json` under their own name."""
+    `pipeline.profile_of` with its checked OVERRIDES (declared in the parameters cell, an empty dict
+    by default), and the numbered ones write `metrics/<notebook>.json` under their own name."""
     for path in NOTEBOOKS:
         code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
         imports = re.findall(r"^\s*(?:from|import)\s+(inquire_lib\S*)", code, re.M)
         assert imports and set(imports) <= {"inquire_lib", "inquire_lib.pipeline"}, (path.name, imports)
         assert "from inquire_lib import pipeline" in code, path.name
-        assert "profile = pipeline.profile_of(PROFILE, SEED)" in code, path.name
+        assert "profile = pipeline.profile_of(PROFILE, SEED, OVERRIDES)" in code, path.name
+        assert runs.declared_parameters(path) >= {"PROFILE", "SEED", "OVERRIDES"}, path.name
+        params = next(c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+        assert re.search(r"^OVERRIDES = \{\}", params.source, re.M) and re.search(r"^PROFILE = 'smoke'", params.source, re.M), path.name
         assert "get_profile" not in code and "write_json_atomic" not in code, path.name
         if path in NUMBERED:
             assert f'NOTEBOOK = "{path.stem}"' in code, path.name

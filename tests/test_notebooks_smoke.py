@@ -49,7 +49,7 @@ def smoke_run(tmp_path_factory):
         seconds = time.perf_counter() - t0
     print(f"\nall notebooks: {seconds:.0f} s; " + ", ".join(f"{nb['name']} {nb['duration_s']:.0f} s"
                                                           for nb in manifest["notebooks"]))
-    run = repo / "papermill_runs" / "smoke"
+    run = repo / "papermill_runs" / "smoke" / "default"
     return {"root": root, "repo": repo, "run": run, "manifest": manifest, "seconds": seconds,
             "names": [nb["name"] for nb in manifest["notebooks"]],
             # the notebooks as copied (others may add some to the working tree meanwhile)

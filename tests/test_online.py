@@ -153,7 +153,7 @@ def test_detour_and_recovery_are_found(tasks):
 def test_evaluate_tasks_writes_trajectories_and_metrics(tmp_path, tasks):
     some = tasks[:4]
     m = online.evaluate_tasks("expert", online.reference_policy("expert", PROFILE), some, PROFILE, out_root=tmp_path)
-    run = tmp_path / "smoke"
+    run = tmp_path / "smoke" / "default"
     saved = json.loads((run / "metrics" / "task_expert.json").read_text())
     assert saved["checkpoint"] == "expert" and saved["kind"] == "task" and saved["n_tasks"] == 4
     assert saved["overall"]["success_rate"]["value"] == 1.0 == m["overall"]["success_rate"]["value"]
@@ -191,12 +191,12 @@ def test_inspector_reads_the_trajectories(tmp_path, tasks):
             records.append(r)
     evaluate_steps("expert", records, PROFILE, reference_outputs("expert", records, PROFILE), out_root=tmp_path)
     online.evaluate_tasks("expert", online.reference_policy("expert", PROFILE), some, PROFILE, out_root=tmp_path)
-    run = load_run(tmp_path / "smoke")
+    run = load_run(tmp_path / "smoke" / "default")
     assert [e["task_id"] for e in run.trajectories["expert"]] == [t.task_id for t in some]
 
 
 def test_bad_trajectory_line_names_file_and_line(tmp_path):
-    path = tmp_path / "smoke" / "eval" / "x" / "trajectories.jsonl"
+    path = tmp_path / "smoke" / "default" / "eval" / "x" / "trajectories.jsonl"
     path.parent.mkdir(parents=True)
     path.write_text('{"task_id": "a"}\n{oops\n')
     with pytest.raises(ValueError, match=r"trajectories.jsonl:2: invalid JSON"):

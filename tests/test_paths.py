@@ -30,8 +30,9 @@ def test_profile_folders(monkeypatch, tmp_path):
     smoke = get_profile("smoke")
     assert paths.cache_dir() == tmp_path / "INQUIRE_CACHE"
     assert paths.artifacts_dir(smoke) == paths.artifacts_dir("smoke") == tmp_path / "INQUIRE_ARTIFACTS" / "smoke"
-    assert paths.run_dir(smoke) == tmp_path / "INQUIRE_RUNS" / "smoke"
-    assert paths.run_dir("smoke", tmp_path / "other") == tmp_path / "other" / "smoke"
+    monkeypatch.delenv(paths.RUN_NAME[0], raising=False)
+    assert paths.run_dir(smoke) == tmp_path / "INQUIRE_RUNS" / "smoke" / "default"
+    assert paths.run_dir("smoke", tmp_path / "other") == tmp_path / "other" / "smoke" / "default"
     assert paths.metrics_dir(smoke) == paths.run_dir(smoke) / "metrics"
     assert paths.eval_dir(smoke) == paths.run_dir(smoke) / "eval"
     figures = paths.figures_dir(smoke)

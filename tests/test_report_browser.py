@@ -1,6 +1,7 @@
 """Tests of inquire_lib.viz.report: the HTML file's content, and its rendering in headless Chromium."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -48,9 +49,14 @@ def test_report_is_one_self_contained_file(report):
     assert len(re.findall(r"plotly\.js v\d+\.\d+\.\d+", text)) == 1
     assert text.count("window.PlotlyConfig") == 1
     assert not re.search(r"src=[\"']https?:", text)
-    # one figure per card, each with its screenshot embedded as a PNG data URI
-    assert text.count("Plotly.newPlot(") == 16
-    assert len(re.findall(r'"source":"data:image\\u002fpng;base64,', text)) == 16
+    # one figure per card; each screenshot stored once (8 screens, shared by both checkpoints' cards)
+    assert len(re.findall(r"<script type='application/json' class='fig'>", text)) == 16
+    images = json.loads(re.search(r"<script type='application/json' id='images'>(.*?)</script>", text).group(1))
+    assert len(images) == len(syn.SPEC) == 8
+    assert all(v.startswith("data:image/png;base64,") for v in images.values())
+    assert len(re.findall(r"data:image/png;base64,[A-Za-z0-9+/]{100,}", text)) == 8
+    figs = re.findall(r"<script type='application/json' class='fig'>(.*?)</script>", text)
+    assert sorted({json.loads(f)["layout"]["images"][0]["source"] for f in figs}) == sorted(images)
 
 
 def test_report_has_one_card_per_step_with_its_outcome(report):
@@ -67,7 +73,25 @@ def test_report_has_one_card_per_step_with_its_outcome(report):
     assert "data-kind='checkpoint' data-value='sft'" in text
 
 
-def test_report_header_has_metrics_and_outcome_tables(report):
+def test_report_starts_with_the_summary_table(report):
+    _, text = report
+    body = text[text.index("<body>"):]
+    # the summary table comes before the filters, the cards and the metric details
+    assert body.index("<table class='summary'>") < body.index("class='filters'") < body.index("class='card'") \
+        < body.index("<h2>Metric details</h2>") < body.index("metrics: <b>base</b>")
+    rows = re.findall(r"<tr data-checkpoint='(\w+)'>(.*?)</tr>", body)
+    assert [name for name, _ in rows] == ["base", "sft"]
+    cells = {name: re.findall(r"<td>(.*?)</td>", row) for name, row in rows}
+    # steps, cards, then correct, missed, needless, wrong type, wrong argument, unparseable
+    assert cells["base"][1:9] == ["8", "8", "4", "2", "0", "1", "0", "1"]
+    assert cells["sft"][1:9] == ["8", "8", "2", "2", "1", "1", "1", "1"]
+    # step ISR: each asks at 1 of its 3 inquiry steps (Wilson 95% CI); needless: sft asks at 1 of 5 safe steps
+    assert cells["base"][11] == cells["sft"][11] == "0.33 <span class='note'>(0.06-0.79)</span>"
+    assert cells["base"][12].startswith("0.00 ") and cells["sft"][12].startswith("0.20 ")
+    assert "background:#" in cells["base"][0]
+
+
+def test_report_metric_details(report):
     _, text = report
     assert "metrics: <b>base</b>" in text and "metrics: <b>sft</b>" in text
     assert "<td>checkpoint</td><td>base</td>" in text
@@ -75,7 +99,6 @@ def test_report_header_has_metrics_and_outcome_tables(report):
     assert "<td>overall.type_accuracy.value</td><td>0.375</td>" in text  # sft: 3 of 8
     # risk: base misses the one inquiry step of t0_risk, so its step ISR is 0 of 1
     assert "<td>by_category.risk.inquiry_recall.k</td><td>0</td>" in text
-    assert "outcomes: <b>sft</b> (8 steps)" in text
 
 
 def test_report_keeps_untrusted_text_inert(report):
@@ -84,33 +107,56 @@ def test_report_keeps_untrusted_text_inert(report):
     assert "&lt;img src=x onerror=" in text
 
 
-def test_failures_only_and_max_steps(tmp_path):
+def test_failures_only_and_max_cards(tmp_path):
     run = syn.write_run(tmp_path)
     text = write_report(run, tmp_path / "f.html", failures_only=True).read_text()
     cards = _cards(text)
     assert len(cards) == 10 and not any("data-outcome='correct'" in c for c in cards)
     assert "10 of 10 failing steps shown" in text
 
-    text = write_report(run, tmp_path / "m.html", max_steps=5).read_text()
+    text = write_report(run, tmp_path / "m.html", max_cards=5).read_text()
     cards = _cards(text)
-    # capping keeps failures first (missed inquiries rank first), then shows them in run order
-    assert [re.search(r"data-outcome='(\w+)'", c).group(1) for c in cards] == [
-        "missed_inquiry", "missed_inquiry", "missed_inquiry", "needless_inquiry", "missed_inquiry"]
-    assert "5 of 16 steps shown (failures first, capped by max_steps)" in text
+    # the budget is dealt to the checkpoints in turn, each one's failures first (missed inquiries first)
+    assert [(re.search(r"data-checkpoint='(\w+)'", c).group(1), re.search(r"data-id='([^']+)'", c).group(1),
+             re.search(r"data-outcome='(\w+)'", c).group(1)) for c in cards] == [
+        ("base", "t0_risk/1", "missed_inquiry"), ("base", "t1_privacy/0", "missed_inquiry"),
+        ("base", "t1_privacy/1", "wrong_type"), ("sft", "t0_risk/1", "missed_inquiry"),
+        ("sft", "t3_intent/0", "missed_inquiry")]
+    assert "5 of 16 steps shown (max_cards 5, shared across checkpoints, failures first)" in text
 
 
-def test_select_steps_order():
-    chosen = select_steps(syn.all_preds(), ["base", "sft"], failures_only=False, max_steps=5)
+def test_checkpoints_and_outcomes_options(tmp_path):
+    run = syn.write_run(tmp_path)
+    text = write_report(run, tmp_path / "s.html", checkpoints=["sft"], outcomes=["needless_inquiry", "wrong_type"]).read_text()
+    cards = _cards(text)
+    assert sorted(re.search(r"data-outcome='(\w+)'", c).group(1) for c in cards) == ["needless_inquiry", "wrong_type"]
+    assert all("data-checkpoint='sft'" in c for c in cards)
+    assert re.findall(r"<tr data-checkpoint='(\w+)'>", text) == ["sft"] and "metrics: <b>base</b>" not in text
+    assert "data-value='missed_inquiry'" not in text  # only the chosen outcomes get buttons
+    with pytest.raises(ValueError, match=r"unknown checkpoint 'grpo'; this run has: base, sft"):
+        write_report(run, tmp_path / "x.html", checkpoints=["grpo"])
+    with pytest.raises(ValueError, match=r"unknown outcome 'missed'; this run has: correct, missed_inquiry"):
+        write_report(run, tmp_path / "x.html", outcomes=["missed"])
+    assert not (tmp_path / "x.html").exists()
+
+
+def test_select_steps_shares_the_budget():
+    chosen = select_steps(syn.all_preds(), ["base", "sft"], failures_only=False, max_cards=5)
     assert [(p["checkpoint"], p["id"]) for p in chosen] == [
-        ("base", "t0_risk/1"), ("base", "t1_privacy/0"), ("sft", "t0_risk/1"),
-        ("sft", "t2_safe/0"), ("sft", "t3_intent/0")]
+        ("base", "t0_risk/1"), ("base", "t1_privacy/0"), ("base", "t1_privacy/1"),
+        ("sft", "t0_risk/1"), ("sft", "t3_intent/0")]
     assert select_steps(syn.all_preds(), ["base", "sft"], True, 0) == []
+    # a checkpoint with few candidates leaves the rest of the budget to the others
+    few = select_steps(syn.all_preds(), ["base", "sft"], False, 12, outcomes=["needless_inquiry", "correct"])
+    assert sum(p["checkpoint"] == "sft" for p in few) == 3 and sum(p["checkpoint"] == "base" for p in few) == 4
 
 
 def test_report_main_exit_codes(tmp_path, capsys):
     run = syn.write_run(tmp_path)
     assert report_main(run, tmp_path / "r.html", True) == 0
-    assert f"wrote {tmp_path / 'r.html'}" in capsys.readouterr().out
+    assert re.fullmatch(rf"wrote {re.escape(str(tmp_path / 'r.html'))} \(\d+\.\d MB\)\n", capsys.readouterr().out)
+    assert report_main(run, tmp_path / "c.html", checkpoints=["nope"]) == 1
+    assert "unknown checkpoint 'nope'; this run has: base, sft" in capsys.readouterr().err
     assert report_main(tmp_path / "nothing", tmp_path / "x.html", False) == 1
     assert "no eval/<checkpoint>/step_predictions.jsonl" in capsys.readouterr().err
     bad = run / "eval" / "sft" / "step_predictions.jsonl"
@@ -176,6 +222,22 @@ def test_report_outcome_filter_hides_other_cards(report, tmp_path):
     assert all('data-outcome="missed_inquiry"' in c and 'data-checkpoint="sft"' in c for c in shown)
     assert re.search(r'<button[^>]*data-value="missed_inquiry"[^>]*class="on"', dom) or re.search(
         r'<button[^>]*class="on"[^>]*data-value="missed_inquiry"', dom)
+    # only the shown cards were drawn
+    assert dom.count('class="plot-container plotly"') == 2
+    assert re.search(r'<div id="empty" style="display: none;"></div>', dom)
+
+
+def test_report_empty_filter_says_why(tmp_path):
+    run = syn.write_run(tmp_path)
+    path = write_report(run, tmp_path / "r.html", max_cards=4)
+    # base has a wrong_type step, but the 4 cards went to the missed inquiries
+    dom = _run_chromium(tmp_path, "budget", "--dump-dom", path.as_uri() + "#outcome=wrong_type&checkpoint=base").stdout
+    assert all("display: none" in c for c in _cards(dom))
+    assert ('There are 1 steps with outcome wrong_type of checkpoint base, but none got a card: the 4 cards are '
+            'shared across checkpoints, failures first (raise --max-cards or pick --checkpoints).') in dom
+    # base never asks needlessly
+    dom = _run_chromium(tmp_path, "none", "--dump-dom", path.as_uri() + "#outcome=needless_inquiry&checkpoint=base").stdout
+    assert "No steps with outcome needless_inquiry of checkpoint base in this run." in dom
 
 
 def test_report_screenshot_shows_image_and_overlay_colours(report, tmp_path):

@@ -72,12 +72,12 @@ def test_successful_run_writes_copy_and_manifest(nbdir: Path, tmp_path: Path):
     # the notebook saw the profile parameter and ran in the repo root
     assert json.loads(out.read_text()) == {"profile": "smoke", "cwd": str(runs.REPO_ROOT)}
 
-    executed = tmp_path / "runs" / "smoke" / "01_write.ipynb"
+    executed = tmp_path / "runs" / "smoke" / "default" / "01_write.ipynb"
     nb = nbformat.read(executed, as_version=4)
     injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
     assert len(injected) == 1 and 'PROFILE = "smoke"' in injected[0].source
 
-    on_disk = json.loads((tmp_path / "runs" / "smoke" / "manifest.json").read_text())
+    on_disk = json.loads((tmp_path / "runs" / "smoke" / "default" / "manifest.json").read_text())
     assert on_disk == manifest
     assert manifest["profile"] == "smoke"
     assert manifest["settings"] == json.loads(json.dumps(get_profile("smoke").to_dict()))
@@ -119,9 +119,9 @@ def test_failure_names_notebook_and_cell_and_stops(nbdir: Path, tmp_path: Path):
     msg = str(err)
     assert "02_fail.ipynb" in msg and "cell index 2" in msg and "In [3]" in msg
     assert "ValueError: boom in cell two" in msg
-    assert err.output_path == tmp_path / "runs" / "smoke" / "02_fail.ipynb" and err.output_path.exists()
+    assert err.output_path == tmp_path / "runs" / "smoke" / "default" / "02_fail.ipynb" and err.output_path.exists()
 
-    manifest = json.loads((tmp_path / "runs" / "smoke" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "runs" / "smoke" / "default" / "manifest.json").read_text())
     assert manifest["status"] == "failed" and manifest["finished"] is not None
     statuses = [(e["name"], e["status"]) for e in manifest["notebooks"]]
     assert statuses == [("01_write", "ok"), ("02_fail", "failed"), ("03_after", "not run")]
@@ -130,7 +130,7 @@ def test_failure_names_notebook_and_cell_and_stops(nbdir: Path, tmp_path: Path):
                                "evalue": "boom in cell two"}
     assert failed["duration_s"] > 0
     assert manifest["notebooks"][2]["duration_s"] is None and manifest["notebooks"][2]["error"] is None
-    assert not (tmp_path / "runs" / "smoke" / "03_after.ipynb").exists()
+    assert not (tmp_path / "runs" / "smoke" / "default" / "03_after.ipynb").exists()
     assert json.loads(out.read_text())["profile"] == "smoke"  # 01 did run before the failure
 
 
@@ -165,7 +165,86 @@ def test_a_hung_cell_fails_the_notebook_at_the_cell_timeout(tmp_path: Path):
         runs.run_notebooks("smoke", out_root=tmp_path / "runs", notebooks_dir=d, log=None, cell_timeout=3)
     assert time.perf_counter() - t0 < 120  # the kernel start dominates; the cell is cut at 3 s
     assert info.value.notebook == "01_hang.ipynb" and "Timeout" in (info.value.ename or "")
-    manifest = json.loads((tmp_path / "runs" / "smoke" / "manifest.json").read_text())
+    manifest = json.loads((tmp_path / "runs" / "smoke" / "default" / "manifest.json").read_text())
     assert manifest["cell_timeout_s"] == 3 and manifest["notebooks"][0]["status"] == "failed"
     # the smoke profile (CI) bounds every cell by default
     assert get_profile("smoke").cell_timeout_s == 900 and get_profile("cpu").cell_timeout_s is None
+WRITE_RUN = (
+    "import json, os, pathlib\n"
+    "from inquire_lib.pipeline import profile_of\n"
+    "from inquire_lib.runs.paths import run_dir\n"
+    "p = profile_of(PROFILE, overrides=OVERRIDES, quiet=True)\n"
+    "pathlib.Path(OUT).write_text(json.dumps({'grpo_lr': p.grpo_lr, 'overrides': OVERRIDES,\n"
+    "    'run_dir': str(run_dir(p)), 'run': os.environ.get('INQUIRE_RUN_NAME')}))"
+)
+
+
+@pytest.fixture()
+def named_nbdir(tmp_path: Path) -> Path:
+    d = tmp_path / "named"
+    d.mkdir()
+    params = 'PROFILE = "cpu"\nOUT = ""\nOVERRIDES = {}'
+    _notebook(d / "01_write.ipynb", WRITE_RUN, parameters=params)
+    _notebook(d / "02_middle.ipynb", "x = 1", parameters=params)
+    _notebook(d / "03_last.ipynb", "y = 2", parameters=params)
+    return d
+
+
+def test_named_runs_are_kept_apart_and_record_the_effective_profile(named_nbdir: Path, tmp_path: Path):
+    root = tmp_path / "runs"
+    out_a, out_b = tmp_path / "a.json", tmp_path / "b.json"
+    ma = runs.run_notebooks("smoke", name="a", overrides={"grpo_lr": 1e-4}, out_root=root,
+                            parameters={"OUT": str(out_a)}, notebooks_dir=named_nbdir, log=None)
+    mb = runs.run_notebooks("smoke", name="b", overrides={"grpo_lr": 2e-4}, out_root=root,
+                            parameters={"OUT": str(out_b)}, notebooks_dir=named_nbdir, log=None)
+    # each kernel saw its overrides, its run name and its own run folder
+    assert json.loads(out_a.read_text()) == {"grpo_lr": 1e-4, "overrides": {"grpo_lr": 1e-4},
+                                             "run_dir": str(root / "smoke" / "a"), "run": "a"}
+    assert json.loads(out_b.read_text())["run_dir"] == str(root / "smoke" / "b")
+    for name, m, lr in (("a", ma, 1e-4), ("b", mb, 2e-4)):
+        assert json.loads((root / "smoke" / name / "manifest.json").read_text()) == m
+        assert (m["run"], m["overrides"], m["settings"]["grpo_lr"]) == (name, {"grpo_lr": lr}, lr)
+        assert m["settings"]["sft_steps"] == get_profile("smoke").sft_steps
+        assert m["parameters"]["OVERRIDES"] == {"grpo_lr": lr}
+        assert [(e["name"], e["status"]) for e in m["notebooks"]] == [
+            ("01_write", "ok"), ("02_middle", "ok"), ("03_last", "ok")]
+        stamp = nbformat.read(root / "smoke" / name / "02_middle.ipynb", as_version=4).metadata["inquire"]
+        assert (stamp["run"], stamp["profile"], stamp["overrides"]) == (name, "smoke", {"grpo_lr": lr})
+        assert stamp["settings"]["grpo_lr"] == lr and stamp["settings"]["overrides"] == [["grpo_lr", lr]]
+
+    # the same name with other settings is refused and leaves run a as it was
+    before = (root / "smoke" / "a" / "manifest.json").read_text()
+    with pytest.raises(ValueError, match=r"run 'a' .* overrides \{'grpo_lr': 0.0001\}.*choose another --name"):
+        runs.run_notebooks("smoke", name="a", overrides={"grpo_lr": 3e-4}, out_root=root,
+                           parameters={"OUT": str(out_a)}, notebooks_dir=named_nbdir, log=None)
+    assert (root / "smoke" / "a" / "manifest.json").read_text() == before
+
+    # re-running 02 of run a: one manifest, 01 still ok, 02 re-run, 03 marked stale
+    lines: list[str] = []
+    again = runs.run_notebooks("smoke", name="a", overrides={"grpo_lr": 1e-4}, only=["02"], out_root=root,
+                               parameters={"OUT": str(out_a)}, notebooks_dir=named_nbdir, log=lines.append)
+    status = {e["name"]: (e["status"], e["stale_because"]) for e in again["notebooks"]}
+    assert status == {"01_write": ("ok", None), "02_middle": ("ok", None),
+                      "03_last": ("stale", "02_middle was re-run after it")}
+    assert [h["notebooks"] for h in again["history"]] == [["01_write", "02_middle", "03_last"], ["02_middle"]]
+    assert [h["status"] for h in again["history"]] == ["ok", "ok"]
+    assert again["started"] == ma["started"]
+    assert any("stale now" in line and "03_last" in line for line in lines)
+    # running 03 again clears it
+    final = runs.run_notebooks("smoke", name="a", overrides={"grpo_lr": 1e-4}, only=["03"], out_root=root,
+                               parameters={"OUT": str(out_a)}, notebooks_dir=named_nbdir, log=None)
+    assert [e["status"] for e in final["notebooks"]] == ["ok", "ok", "ok"]
+    assert sorted(p.name for p in (root / "smoke").iterdir()) == ["a", "b"]
+
+
+def test_default_run_name_and_deaf_notebooks(named_nbdir: Path, nbdir: Path, tmp_path: Path):
+    root = tmp_path / "runs"
+    m = runs.run_notebooks("smoke", only=["01"], overrides={"missed_penalty": 2}, out_root=root,
+                           parameters={"OUT": str(tmp_path / "o.json")}, notebooks_dir=named_nbdir, log=None)
+    assert m["run"] == "missed_penalty=2" and (root / "smoke" / "missed_penalty=2" / "01_write.ipynb").exists()
+    # a notebook without an OVERRIDES parameter would silently ignore them: refused up front
+    with pytest.raises(runs.OverrideError, match=r"without an OVERRIDES parameter.*01_write.ipynb, 02_fail.ipynb"):
+        runs.run_notebooks("smoke", overrides={"grpo_lr": 1e-4}, out_root=root, notebooks_dir=nbdir, log=None)
+    with pytest.raises(runs.OverrideError, match="unknown profile field 'grpo'"):
+        runs.run_notebooks("smoke", overrides={"grpo": 1e-4}, out_root=root, notebooks_dir=named_nbdir, log=None)
+    assert sorted(p.name for p in (root / "smoke").iterdir()) == ["missed_penalty=2"]

@@ -25,6 +25,8 @@ def env(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("INQUIRE_CACHE", str(root / "cache"))
         mp.setenv("INQUIRE_ARTIFACTS", str(root / "artifacts"))
+        mp.setenv("INQUIRE_RUNS", str(root / "runs"))  # the tracker's event files live in the run
+        mp.delenv("INQUIRE_RUN_NAME", raising=False)
         mp.setenv("CI", "1")
         torch.set_num_threads(1)
         yield root
@@ -154,6 +156,23 @@ def test_grpo_one_step_logs_each_reward(resumed):
     assert all(set(s["rewards"]) == {"format", "action", "inquiry"} for s in res.samples)
 
 
+def test_training_logs_to_the_run_tracker(resumed, env):
+    """TRL's report_to=["tensorboard"]: every logged loss of the SFT run is in the run's store,
+    with the run name and the effective profile beside it."""
+    from inquire_lib.runs import tracking
+
+    folder = env / "runs" / "smoke" / "default" / "tensorboard" / "sft_resume"
+    scalars = tracking.read_scalars(folder)
+    logged = [h for h in resumed["result"].log_history if "loss" in h]
+    assert [step for step, _ in scalars["train/loss"]][-len(logged):] == [h["step"] for h in logged]
+    assert [round(v, 4) for _, v in scalars["train/loss"]][-len(logged):] == [round(h["loss"], 4) for h in logged]
+    texts = tracking.read_texts(folder)
+    profile = json.loads(texts["profile"].replace("\n    ", "\n"))
+    assert (profile["run"], profile["stage"]) == ("default", "sft_resume")
+    assert profile["profile"]["sft_save_steps"] == 2 and profile["profile"]["name"] == "smoke"
+    assert json.loads(texts["args"])["run_name"] == "default/sft_resume"
+
+
 def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(resumed, tmp_path):
     from inquire_lib.training import selection
 
@@ -178,7 +197,7 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     chosen = json.loads((run / "selected" / "inquire_train.json").read_text())
     assert chosen["selected_step"] == record["selected_step"] and chosen["base"] == base_agent(profile)
     assert (run / "selected" / "adapter_model.safetensors").exists() and not (run / "selected" / "optimizer.pt").exists()
-    saved = json.loads((tmp_path / "smoke" / "metrics" / "selection_grpo_kept.json").read_text())
+    saved = json.loads((tmp_path / "smoke" / "default" / "metrics" / "selection_grpo_kept.json").read_text())
     assert saved["selected_step"] == record["selected_step"]
 
     # other settings: trained again, and the choice made among the older run's checkpoints is dropped

@@ -43,6 +43,7 @@ from ..data.benchmark import held_out_tasks
 from ..agent.prompts import observation_record
 from ..runs.records import REFERENCES, load_metrics
 from ..runs.paths import atomic_path, eval_dir, run_dir, write_json_atomic, write_jsonl_atomic
+from ..runs.tracking import log_metrics
 from ..world.apps import centre
 from ..world.env import PhoneEnv
 from ..world.expert import expert_act
@@ -270,6 +271,7 @@ def evaluate_tasks(name: str, policy: Policy, tasks: list[Task], profile: Profil
     metrics = {"checkpoint": name, "kind": "task", "profile": profile.name, "n_tasks": len(tasks),
                "max_steps": profile.max_episode_steps, "seconds": seconds, **(extra or {}), **task_metrics(episodes)}
     write_json_atomic(base / "metrics" / f"task_{name}.json", metrics)
+    log_metrics(profile, name, metrics, "task", out_root)  # the run's tracker (`runs/tracking.py`)
     return metrics
 
 

@@ -19,6 +19,7 @@ from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_me
 from ..data.benchmark import test_records
 from .metrics import step_metrics
 from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
+from ..runs.tracking import log_metrics
 
 
 
@@ -165,6 +166,7 @@ def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs
     write_jsonl_atomic(eval_dir / name / "step_predictions.jsonl", preds)
     metrics = {"checkpoint": name, "profile": profile.name, **(extra or {}), **step_metrics(preds)}
     write_json_atomic(base / "metrics" / f"step_{name}.json", metrics)
+    log_metrics(profile, name, metrics, "step", out_root)  # the run's tracker (`runs/tracking.py`)
     return metrics
 
 

@@ -1,8 +1,11 @@
 """Run manifests and papermill orchestration of the numbered notebooks.
 
-`run_notebooks("smoke")` executes `notebooks/NN_*.ipynb` in order with papermill, writes each
-executed copy to `papermill_runs/<profile>/<name>.ipynb` and a `manifest.json` beside them that
-says what ran, on which code and package versions, and how each notebook ended.
+`run_notebooks("smoke", name="a", overrides={"grpo_lr": 1e-4})` executes `notebooks/NN_*.ipynb`
+in order with papermill, writes each executed copy to `papermill_runs/<profile>/<run>/<nb>.ipynb`
+and one `manifest.json` per run beside them that says what ran, with which effective profile, on
+which code and package versions, and how each notebook ended. A run is continued, never replaced:
+re-running some of its notebooks updates their entries and marks the notebooks after them stale;
+a run name already used with other overrides is refused.
 """
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..profiles import Profile, get_profile
-from .paths import FOLDERS, NOTEBOOKS_DIR, REPO_ROOT, run_dir, to_json, write_json_atomic
+from ..profiles import OverrideError, Profile, apply_overrides, check_overrides, default_run_name, get_profile
+from .paths import (FOLDERS, NOTEBOOKS_DIR, REPO_ROOT, RUN_NAME, check_run_name, root, run_dir, run_name, to_json,
+                    write_json_atomic, write_text_atomic)
 
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
 MANIFEST_NAME = "manifest.json"
@@ -81,18 +85,47 @@ def select_notebooks(notebooks: Iterable[Path], only: Iterable[str] | None) -> l
 
 
 @contextlib.contextmanager
-def _runs_env(root: Path):
-    """Kernels inherit the runs root (see `paths.FOLDERS`), so what a notebook writes lands beside its executed copy."""
-    variable = FOLDERS["runs"][0]
-    old = os.environ.get(variable)
-    os.environ[variable] = str(root)
+def _runs_env(runs_root: Path, name: str):
+    """Kernels inherit the runs root and the run name (see `paths`), so what a notebook writes
+    lands beside its executed copy."""
+    values = {FOLDERS["runs"][0]: str(runs_root), RUN_NAME[0]: name}
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if old is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = old
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def declared_parameters(notebook: str | Path) -> set[str]:
+    """Names assigned in the notebook's `parameters` cell (empty when it has none)."""
+    import ast
+
+    import nbformat
+
+    nb = nbformat.read(str(notebook), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
+            names = set()
+            for node in ast.walk(ast.parse(cell.source)):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                    names.add(node.id)
+            return names
+    return set()
+
+
+def stamp_notebook(executed: Path, record: dict) -> None:
+    """Record the run (name, profile, overrides, effective settings) in the executed notebook's
+    metadata under "inquire", so the copy says what it ran with wherever it goes."""
+    import nbformat
+
+    nb = nbformat.read(str(executed), as_version=4)
+    nb.metadata["inquire"] = to_json(record)
+    write_text_atomic(executed, nbformat.writes(nb))
 
 
 def _git(*args: str) -> str | None:
@@ -148,17 +181,19 @@ def device_info(profile: Profile) -> dict:
     }
 
 
-def run_manifest(profile: str | Profile, seed: int | None = None) -> dict:
-    """Describe the code and environment a result comes from: git sha and dirty flag, profile
-    name and full settings, seed (the profile's unless given), Python and package versions, and
-    the time it was taken, as plain JSON types (tuples become lists). Notebooks stamp their
-    metrics JSON with it."""
+def run_manifest(profile: str | Profile, seed: int | None = None, name: str | None = None) -> dict:
+    """Describe the code and environment a result comes from: git sha and dirty flag, run name (the
+    current run unless given), profile name, its overrides and the effective settings, seed (the
+    profile's unless given), Python and package versions, and the time it was taken, as plain JSON
+    types (tuples become lists). Notebooks stamp their metrics JSON with it."""
     prof = get_profile(profile)
     sha, dirty = git_state()
     return to_json({
         "git_sha": sha,
         "git_dirty": dirty,
+        "run": check_run_name(name) if name is not None else run_name(),
         "profile": prof.name,
+        "overrides": dict(prof.overrides),
         "settings": prof.to_dict(),
         "seed": prof.seed if seed is None else seed,
         "python": platform.python_version(),
@@ -211,6 +246,37 @@ def _error_record(exc: BaseException, executed_path: Path) -> dict:
             "evalue": str(exc)[:2000]}
 
 
+def _entry(nb: Path, out_dir: Path) -> dict:
+    return {"name": nb.stem, "source": str(nb), "executed": str(out_dir / nb.name), "duration_s": None,
+            "status": "not run", "error": None, "finished": None, "stale_because": None}
+
+
+def _mark_stale(entries: list[dict], upstream: str) -> list[str]:
+    """Mark every finished notebook after `upstream` (in name order) stale; returns their names."""
+    marked = []
+    for entry in entries:
+        if entry["name"] > upstream and entry["status"] in ("ok", "stale"):
+            entry["status"] = "stale"
+            entry["stale_because"] = f"{upstream} was re-run after it"
+            marked.append(entry["name"])
+    return marked
+
+
+def _load_existing(manifest_path: Path, overrides: dict, seed) -> dict | None:
+    """The run's manifest when it exists; refuses a run made with other overrides or another seed."""
+    import json
+
+    if not manifest_path.exists():
+        return None
+    old = json.loads(manifest_path.read_text())
+    if old.get("overrides", {}) != to_json(overrides) or old.get("seed") != seed:
+        raise ValueError(
+            f"run {old.get('run')!r} in {manifest_path.parent} was made with overrides {old.get('overrides', {})} "
+            f"and seed {old.get('seed')}, not {to_json(overrides)} and seed {seed}: choose another --name"
+        )
+    return old
+
+
 def run_notebooks(
     profile: str,
     only: list[str] | None = None,
@@ -221,15 +287,21 @@ def run_notebooks(
     cwd: str | Path | None = None,
     progress_bar: bool | None = None,
     log: Callable[[str], None] | None = print,
+    overrides: dict | None = None,
+    name: str | None = None,
     cell_timeout: int | None = None,
 ) -> dict:
     """Execute the numbered notebooks (those selected by `only`, see select_notebooks) in order
-    with papermill, passing {"PROFILE": profile, **parameters}, the kernel started in `cwd` (the
-    repo root by default, so `import inquire_lib` works). Executed copies go to
-    `<out_root>/<profile>/<name>.ipynb` and the manifest to `<out_root>/<profile>/manifest.json`,
-    rewritten after every notebook. Stops at the first failure and raises NotebookFailed; returns
-    the manifest when all succeed. The progress bar is off when CI is set, unless asked for. A cell
-    running longer than `cell_timeout` seconds (default: the profile's `cell_timeout_s`) fails the
+    with papermill as run `name` (default: `default_run_name(overrides)`), passing
+    {"PROFILE": profile, "OVERRIDES": overrides (when any), **parameters}, the kernel started in
+    `cwd` (the repo root by default, so `import inquire_lib` works). Overrides are checked before any
+    kernel starts (OverrideError naming the key), and every notebook run with overrides must declare
+    `OVERRIDES` in its parameters cell. Executed copies go to `<out_root>/<profile>/<run>/<nb>.ipynb`
+    (their metadata["inquire"] records the run and effective profile) and the run's manifest to
+    `<out_root>/<profile>/<run>/manifest.json`, rewritten after every notebook; an existing run's
+    manifest is continued (see module doc). Stops at the first failure and raises NotebookFailed;
+    returns the manifest when all succeed. The progress bar is off when CI is set, unless asked for. A
+    cell running longer than `cell_timeout` seconds (default: the profile's `cell_timeout_s`) fails the
     notebook instead of hanging the run."""
     import papermill
 
@@ -237,45 +309,72 @@ def run_notebooks(
     params = {"PROFILE": prof.name, **(parameters or {})}
     if params["PROFILE"] != prof.name:
         raise ValueError(f"parameters['PROFILE']={params['PROFILE']!r} contradicts profile {prof.name!r}")
+    checked = check_overrides(overrides if overrides is not None else params.get("OVERRIDES"))
+    if "OVERRIDES" in params and check_overrides(params["OVERRIDES"]) != checked:
+        raise ValueError("parameters['OVERRIDES'] contradicts overrides")
+    params.pop("OVERRIDES", None)
+    if checked:
+        params["OVERRIDES"] = checked
+    effective = apply_overrides(prof, checked)
+    name = check_run_name(name if name is not None else default_run_name(checked))
     notebooks = select_notebooks(discover_notebooks(notebooks_dir), only)
     if not notebooks:
         folder = notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR
         raise FileNotFoundError(f"no notebooks matching {NOTEBOOK_PATTERN} in {folder}")
-    out_dir = run_dir(prof.name, out_root)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if checked:
+        deaf = [nb.name for nb in notebooks if "OVERRIDES" not in declared_parameters(nb)]
+        if deaf:
+            raise OverrideError(f"notebooks without an OVERRIDES parameter would ignore the overrides: {', '.join(deaf)}")
+    out_dir = run_dir(prof.name, out_root, name=name)
     manifest_path = out_dir / MANIFEST_NAME
+    seed = params.get("SEED", prof.seed)
+    existing = _load_existing(manifest_path, checked, seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
     if progress_bar is None:
         progress_bar = not _in_ci()
     workdir = Path(cwd) if cwd is not None else REPO_ROOT
     say = log or (lambda _msg: None)
 
-    timeout = prof.cell_timeout_s if cell_timeout is None else cell_timeout
-    manifest = run_manifest(prof, seed=params.get("SEED"))
+    timeout = effective.cell_timeout_s if cell_timeout is None else cell_timeout
+    manifest = run_manifest(effective, seed=seed, name=name)
+    entries = {e["name"]: {**_entry(Path(e["source"]), out_dir), **e} for e in (existing or {}).get("notebooks", [])}
+    for nb in notebooks:
+        entries.setdefault(nb.stem, _entry(nb, out_dir))
+    history = (existing or {}).get("history", [])
+    invocation = {"started": _now(), "finished": None, "only": list(only) if only is not None else None,
+                  "notebooks": [nb.stem for nb in notebooks], "status": "running", "git_sha": manifest["git_sha"]}
+    history.append(invocation)
     manifest.update({
         "parameters": params,
         "only": list(only) if only is not None else None,
         "kernel_name": kernel_name,
         "cell_timeout_s": timeout,
         "out_dir": str(out_dir),
-        "started": _now(),
+        "started": (existing or {}).get("started") or invocation["started"],
         "finished": None,
         "status": "running",
-        "notebooks": [
-            {"name": nb.stem, "source": str(nb), "executed": str(out_dir / nb.name),
-             "duration_s": None, "status": "not run", "error": None}
-            for nb in notebooks
-        ],
+        "notebooks": [entries[k] for k in sorted(entries)],
+        "history": history,
     })
     write_json_atomic(manifest_path, manifest)
+    stamp = {"run": name, "profile": prof.name, "overrides": checked, "seed": seed, "settings": effective.to_dict(),
+             "manifest": str(manifest_path)}
 
-    for i, (nb, entry) in enumerate(zip(notebooks, manifest["notebooks"]), start=1):
+    def finish(status: str) -> None:
+        manifest["status"] = invocation["status"] = status
+        manifest["finished"] = invocation["finished"] = _now()
+        write_json_atomic(manifest_path, manifest)
+
+    for i, nb in enumerate(notebooks, start=1):
+        entry = entries[nb.stem]
+        entry.update(_entry(nb, out_dir))
         executed = out_dir / nb.name
-        say(f"[{i}/{len(notebooks)}] {nb.stem} (profile {prof.name})")
+        say(f"[{i}/{len(notebooks)}] {nb.stem} (profile {prof.name}, run {name})")
         entry["status"] = "running"
         write_json_atomic(manifest_path, manifest)
         t0 = time.perf_counter()
         try:
-            with _runs_env(out_dir.parent):
+            with _runs_env(out_dir.parent.parent, name):
                 papermill.execute_notebook(
                     str(nb), str(executed), parameters=params, kernel_name=kernel_name,
                     cwd=str(workdir), progress_bar=progress_bar, execution_timeout=timeout,
@@ -283,46 +382,56 @@ def run_notebooks(
         except BaseException as exc:  # record interrupts too, then let them through
             entry["duration_s"] = round(time.perf_counter() - t0, 3)
             entry["status"] = "failed"
+            entry["finished"] = _now()
             entry["error"] = _error_record(exc, executed)
-            manifest["status"] = "failed"
-            manifest["finished"] = _now()
-            write_json_atomic(manifest_path, manifest)
+            _mark_stale(list(entries.values()), nb.stem)
+            finish("failed")
+            if executed.exists():
+                with contextlib.suppress(Exception):
+                    stamp_notebook(executed, stamp)
             if not isinstance(exc, Exception):
                 raise
             failure = NotebookFailed(nb.name, executed, entry["error"], manifest)
             say(f"    FAILED: {failure}")
             raise failure from exc
+        stamp_notebook(executed, stamp)
         entry["duration_s"] = round(time.perf_counter() - t0, 3)
         entry["status"] = "ok"
+        entry["finished"] = _now()
+        queued = {p.stem for p in notebooks[i:]}
+        later = [n for n in _mark_stale(list(entries.values()), nb.stem) if n not in queued]
         say(f"    ok in {entry['duration_s']:.1f} s -> {executed}")
+        if later:
+            say(f"    stale now (run before {nb.stem} changed): {', '.join(later)}")
 
-    manifest["status"] = "ok"
-    manifest["finished"] = _now()
-    write_json_atomic(manifest_path, manifest)
+    finish("ok")
     return manifest
 
 
 def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path | None = None,
           subdir: str = "sweeps", kernel_name: str = "python3", cwd: str | Path | None = None,
-          log: Callable[[str], None] | None = print) -> list[dict]:
+          log: Callable[[str], None] | None = print, overrides: dict | None = None) -> list[dict]:
     """Execute one parametrised notebook once per point of `grid` with papermill, each into
     `<out_root>/<profile>/<subdir>/<stem>__k1-v1_k2-v2.ipynb`. Every point runs even if another
-    failed; returns one record per point {parameters, executed, duration_s, status, error}."""
+    failed; returns one record per point {parameters, executed, duration_s, status, error}. The run's
+    `overrides` (checked) go to every point as OVERRIDES, kept out of the file names."""
     import papermill
 
     prof = get_profile(profile)
     out_dir = run_dir(prof.name, out_root) / subdir
+    name = run_name()
     out_dir.mkdir(parents=True, exist_ok=True)
     say = log or (lambda _msg: None)
+    checked = check_overrides(overrides)
     results = []
     for point in grid:
-        params = {"PROFILE": prof.name, **point}
+        params = {"PROFILE": prof.name, **point, **({"OVERRIDES": checked} if checked else {})}
         tag = "_".join(f"{k}-{v}" for k, v in sorted(point.items()))
         executed = out_dir / f"{Path(notebook).stem}__{tag}.ipynb"
         t0 = time.perf_counter()
         record = {"parameters": params, "executed": str(executed), "status": "ok", "error": None}
         try:
-            with _runs_env(run_dir(prof.name, out_root).parent):
+            with _runs_env(root("runs", out_root), name):
                 papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
                                            cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci(),
                                            execution_timeout=prof.cell_timeout_s)

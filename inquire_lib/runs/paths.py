@@ -7,8 +7,14 @@ variable, read here and nowhere else (a relative value is taken from the reposit
 |-------------------|---------------------|--------------------------------------------------------------|
 | `.cache/`         | `INQUIRE_CACHE`     | generated datasets, the tiny models, the cached base agent   |
 | `artifacts/`      | `INQUIRE_ARTIFACTS` | checkpoints: `artifacts/<profile>/<stage>/`                  |
-| `papermill_runs/` | `INQUIRE_RUNS`      | a profile's run: `<root>/<profile>/` (notebooks, metrics, eval) |
+| `papermill_runs/` | `INQUIRE_RUNS`      | a named run: `<root>/<profile>/<run>/` (notebooks, metrics, eval) |
 | `figures/`        | `INQUIRE_FIGURES`   | figures: `figures/<profile>/`                                |
+
+Runs have names (`INQUIRE_RUN_NAME`, set by the notebook runner for its kernels; "default" when
+unset). The run folder always carries the name; checkpoints and figures of the default run stay in
+`artifacts/<profile>/` and `figures/<profile>/` (where existing checkpoints are), those of any
+other run go to `artifacts/<profile>/runs/<run>/` and `figures/<profile>/runs/<run>/`, so runs with
+different overrides never reuse or overwrite each other's checkpoints.
 
 Writers: `atomic_path` (any writer that takes a path), `atomic_dir` (a whole folder),
 `write_text_atomic`, `write_json_atomic`, `write_jsonl_atomic`. A reader sees the old file or the
@@ -22,6 +28,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -37,6 +44,26 @@ FOLDERS = {
     "runs": ("INQUIRE_RUNS", "papermill_runs"),
     "figures": ("INQUIRE_FIGURES", "figures"),
 }
+
+
+# the run name: its variable and its value when unset
+RUN_NAME = ("INQUIRE_RUN_NAME", "default")
+_RUN_NAME_OK = re.compile(r"[A-Za-z0-9][A-Za-z0-9.,=+_-]{0,119}")
+
+
+def check_run_name(name: str) -> str:
+    """`name` when it is a usable folder name (letters, digits, `.,=+_-`, not starting with a
+    punctuation mark, at most 120 characters); ValueError otherwise."""
+    if not isinstance(name, str) or not _RUN_NAME_OK.fullmatch(name):
+        raise ValueError(f"run name {name!r} must be 1-120 characters of letters, digits and .,=+_- "
+                         "starting with a letter or digit")
+    return name
+
+
+def run_name() -> str:
+    """The current run's name: $INQUIRE_RUN_NAME, else "default"."""
+    variable, default = RUN_NAME
+    return check_run_name(os.environ.get(variable) or default)
 
 
 def root(folder: str, override: str | os.PathLike | None = None) -> Path:
@@ -56,15 +83,22 @@ def cache_dir() -> Path:
     return root("cache")
 
 
-def artifacts_dir(profile) -> Path:
-    """A profile's checkpoints: `artifacts/<profile>/`."""
-    return root("artifacts") / _name(profile)
+def _per_run(base: Path, name: str | None) -> Path:
+    name = check_run_name(name) if name is not None else run_name()
+    return base if name == RUN_NAME[1] else base / "runs" / name
 
 
-def run_dir(profile, out_root: str | os.PathLike | None = None) -> Path:
-    """A profile's run: `<out_root or $INQUIRE_RUNS or papermill_runs>/<profile>/`. The notebook
-    runner sets $INQUIRE_RUNS for its kernels, so what a notebook writes lands beside its executed copy."""
-    return root("runs", out_root) / _name(profile)
+def artifacts_dir(profile, name: str | None = None) -> Path:
+    """A run's checkpoints: `artifacts/<profile>/` for the default run, else
+    `artifacts/<profile>/runs/<run>/` (`name`, default the current run)."""
+    return _per_run(root("artifacts") / _name(profile), name)
+
+
+def run_dir(profile, out_root: str | os.PathLike | None = None, name: str | None = None) -> Path:
+    """A named run: `<out_root or $INQUIRE_RUNS or papermill_runs>/<profile>/<run>/`, the run being
+    `name` or the current one (`run_name`). The notebook runner sets $INQUIRE_RUNS and
+    $INQUIRE_RUN_NAME for its kernels, so what a notebook writes lands beside its executed copy."""
+    return root("runs", out_root) / _name(profile) / (check_run_name(name) if name is not None else run_name())
 
 
 def metrics_dir(profile, out_root: str | os.PathLike | None = None) -> Path:
@@ -77,9 +111,9 @@ def eval_dir(profile, out_root: str | os.PathLike | None = None) -> Path:
     return run_dir(profile, out_root) / "eval"
 
 
-def figures_dir(profile) -> Path:
-    """`figures/<profile>/`, created on first use."""
-    path = root("figures") / _name(profile)
+def figures_dir(profile, name: str | None = None) -> Path:
+    """`figures/<profile>/` for the default run, else `figures/<profile>/runs/<run>/`; created on first use."""
+    path = _per_run(root("figures") / _name(profile), name)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

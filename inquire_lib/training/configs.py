@@ -41,7 +41,7 @@ def _common(profile: Profile) -> dict:
 
     cpu = not torch.cuda.is_available()
     return {"use_cpu": cpu, "bf16": bool(profile.bf16 and not cpu), "report_to": [], "seed": _train_seed(profile),
-            "gradient_checkpointing": profile.gradient_checkpointing, "dataloader_num_workers": 0,
+            "activation_checkpointing": profile.gradient_checkpointing, "dataloader_num_workers": 0,
             "disable_tqdm": os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}}
 
 

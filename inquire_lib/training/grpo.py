@@ -19,6 +19,7 @@ from ..agent.rewards import build_reward_funcs
 from ..data.benchmark import benchmark
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir
+from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, grpo_config, lora_config
 from .fit import TrainResult, fit
 from .models import base_of, load_checkpoint
@@ -77,9 +78,10 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     model, processor = load_checkpoint(profile, start, trainable=True)
     processor.tokenizer.padding_side = "left"
     peft_config = lora_config(profile) if (profile.lora and not is_adapter) else None
-    trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
-                          reward_funcs=build_reward_funcs(reward_names, profile), peft_config=peft_config,
-                          callbacks=callbacks)
+    with trainer_tracking(profile, name) as tracking:  # the record above stays free of where logs go
+        trainer = GRPOTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
+                              processing_class=processor, reward_funcs=build_reward_funcs(reward_names, profile),
+                              peft_config=peft_config, callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume, meta=lambda folder, seconds: {
         "stage": "grpo", "profile": profile.name, "start": start, "start_digest": start_digest,
         "adapter": (folder / "adapter_config.json").exists(), "base": base_of(start, profile),

@@ -21,6 +21,7 @@ from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir, atomic_dir, cache_dir
+from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
 from .devices import is_main_process, wait_for_everyone
 from .fit import TrainResult, fit
@@ -58,6 +59,22 @@ def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: f
 
 
 BASE_AGENT_VERSION = 1  # bump when the world, prompts or recipe change what the base agent learns
+# the profile fields that shape the base agent: an OVERRIDE of one of them gets a base agent of its
+# own (cached under a hash of those overrides); any other override shares the profile's
+BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
+                     "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
+                     "sft_batch")
+
+
+def base_agent_dir(profile: Profile) -> Path:
+    """Where the profile's base agent is cached: one per profile and seed, and one more per set of
+    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it)."""
+    name = f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
+    touched = {k: v for k, v in profile.overrides if k in BASE_AGENT_FIELDS}
+    if touched:
+        digest = hashlib.sha1(json.dumps(touched, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        name += f"-o{digest}"
+    return cache_dir() / "models" / name
 
 
 def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
@@ -70,7 +87,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
     from ..runs.integrity import check_cache
     from .weights import check_weights
 
-    path = cache_dir() / "models" / f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
+    path = base_agent_dir(profile)
     if check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0):
         return str(path)
     plain = profile.replace(lora=False, load_in_4bit=False)
@@ -95,11 +112,13 @@ def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | Non
     fraction = profile.sft_inquiry_fraction if inquiry_fraction is None else inquiry_fraction
     return _run_sft(profile, start=start or base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
                     steps=max_steps or profile.sft_steps, lr=profile.sft_lr, warmup=profile.sft_warmup_steps,
-                    resume=resume, train=train, callbacks=callbacks)
+                    resume=resume, train=train, callbacks=callbacks, track=name)
 
 
 def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fraction: float, steps: int, lr: float,
-             warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
+             warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None,
+             track: str | None = None) -> TrainResult:
+    """Supervised fine-tuning into `out_dir`; logs to the run's tracker as stage `track` (None: not tracked)."""
     from trl import SFTTrainer
 
     torch.set_num_threads(profile.torch_threads)
@@ -107,10 +126,13 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     train = train if train is not None else training_records(benchmark(profile)["train"], profile, inquiry_fraction, oversample)
     model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
     config = sft_config(profile, out_dir, steps=steps, lr=lr, warmup=warmup)
-    trainer = SFTTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
-                         peft_config=lora_config(profile) if profile.lora else None, callbacks=callbacks)
+    record = config_record(config)  # what is trained, not where it is logged
+    with trainer_tracking(profile, track) as tracking:
+        trainer = SFTTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
+                             processing_class=processor, peft_config=lora_config(profile) if profile.lora else None,
+                             callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume, meta=lambda _folder, seconds: {
         "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
         "start": start or model_path(profile), "base": start or model_path(profile), "seconds": seconds,
-        "n_examples": len(train), "steps": steps, "config": config_record(config)})
+        "n_examples": len(train), "steps": steps, "config": record})
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)

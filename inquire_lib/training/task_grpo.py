@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 from functools import partial
+import warnings
 from pathlib import Path
 
 import datasets
@@ -46,6 +47,7 @@ from .checkpoints import checkpoint_path
 from .configs import config_record, lora_config, task_grpo_config
 from .fit import TrainResult, fit
 from .models import base_of, load_checkpoint
+from ..runs.tracking import trainer_tracking, use_tracking
 from ..world.env import PhoneEnv
 from ..world.expert import expert_act
 from ..world.render import render
@@ -290,17 +292,23 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
     use_task_template(processor)
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     steps = max_steps or profile.task_grpo_steps
-    config = task_grpo_config(profile, out_dir, episode_token_budget(profile), steps)
-    reward = TaskReward(profile)
-    trainer = GRPOTrainer(model=model, args=config, train_dataset=train, processing_class=processor,
-                          reward_funcs=[reward], environment_factory=partial(PhoneTaskEnv, profile),
-                          peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
-                          callbacks=callbacks)
+    with trainer_tracking(profile, name) as tracking, warnings.catch_warnings():
+        # TRL marks environment_factory experimental with a UserWarning on every trainer; we rely on it
+        # knowingly (pinned TRL) and the notebook output should not repeat it
+        warnings.filterwarnings("ignore", message=".*environment_factory.*", category=UserWarning)
+        config = task_grpo_config(profile, out_dir, episode_token_budget(profile), steps)
+        record = config_record(config)  # what is trained, not where it is logged
+        reward = TaskReward(profile)
+        trainer = GRPOTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
+                              processing_class=processor, reward_funcs=[reward],
+                              environment_factory=partial(PhoneTaskEnv, profile),
+                              peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
+                              callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume, meta=lambda folder, seconds: {
         "stage": "grpo_task", "profile": profile.name, "start": start,
         "adapter": (folder / "adapter_config.json").exists(),
         "base": base_of(start, profile), "seconds": seconds, "episodes": len(reward.episodes),
-        "max_episode_steps": profile.max_episode_steps, "config": config_record(config)})
+        "max_episode_steps": profile.max_episode_steps, "config": record})
     adapter = (final / "adapter_config.json").exists()
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, reward.episodes)
 

@@ -32,6 +32,25 @@ OUTCOME_COLORS: dict[str, str] = {
     "wrong_argument": "#1565C0",
     "unparseable": "#616161",
 }
+# One colour per checkpoint in every figure, the report and the inspector (the outcome colours above
+# are for outcomes only). Trained checkpoints darken along the recipe; references are greys.
+CHECKPOINT_COLORS: dict[str, str] = {
+    "untrained": "#9E9E9E", "base_agent": "#6D4C41", "sft_weak": "#80CBC4", "sft_full": "#00897B",
+    "grpo_weak": "#9FA8DA", "grpo_full": "#3949AB", "grpo_task": "#C2185B",
+    "expert": "#212121", "always_act": "#BDBDBD", "always_ask": "#757575", "random": "#E0E0E0",
+}
+# names outside the recipe (ablation variants, synthetic runs) get one of these, by a stable hash
+_EXTRA_COLORS = ("#EF6C00", "#2E7D32", "#8E24AA", "#0277BD", "#AFB42B", "#5D4037", "#00ACC1", "#F06292")
+
+
+def checkpoint_color(name: str) -> str:
+    """The colour of checkpoint `name`: fixed for the recipe's checkpoints and references, else the
+    same colour for the same name in every notebook and process (a CRC of the name, not `hash`)."""
+    import zlib
+
+    return CHECKPOINT_COLORS.get(name) or _EXTRA_COLORS[zlib.crc32(name.encode()) % len(_EXTRA_COLORS)]
+
+
 # Gold marks use one colour found nowhere else, so they stand out on any outcome.
 GOLD_COLOR = "#FFD600"
 

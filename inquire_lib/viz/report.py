@@ -1,21 +1,30 @@
 """A self-contained HTML report of a run's step predictions, readable offline in any browser.
 
-One file: plotly.js inlined once, screenshots embedded as data URIs in the figures, per-checkpoint
-outcome tables and metrics, filter buttons (plain JS) and one card per step.
+One file: a summary table first (one row per checkpoint: steps, cards shown, outcome counts,
+headline rates with 95% CIs), filter buttons, then one card per chosen step, and the detailed
+metrics last. plotly.js is inlined once and every screenshot once (cards refer to it by key and
+are drawn when first shown). The card budget (`max_cards`) is shared across the checkpoints, so
+each gets its failures; a filter with nothing to show says why.
 """
 from __future__ import annotations
 
+import base64
 import html
+import io
 import json
 import sys
 from pathlib import Path
 
 from . import overlays as viz
+from ..evaluation.metrics import step_rates
 from ..runs.paths import write_text_atomic
 from ..runs.records import PredictionFormatError
 from .inspector import load_run
 
 _OUTCOME_RANK = {o: i for i, o in enumerate(viz.FAILURES + ("correct",))}
+# the rates of the summary table, with their column titles
+SUMMARY_RATES = (("format", "format"), ("step_accuracy", "step acc"), ("inquiry_recall", "step ISR"),
+                 ("needless_rate", "needless"), ("safe_step_accuracy", "safe-step acc"))
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 16px; color: #222; }
@@ -34,17 +43,48 @@ td:first-child, th:first-child { text-align: left; }
 /* field names and headers stay whole; only values may break (long untrusted tokens) */
 .card .text td:first-child, .card .text th { white-space: nowrap; }
 .card pre { background: #f6f6f6; padding: 4px; font-size: 12px; }
+.summary td { white-space: nowrap; }
+.summary td .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
+#empty { padding: 12px; background: #fff8e1; border: 1px solid #f0c36d; display: none; }
 """
 
 _SCRIPT = """
 (function () {
   var state = {outcome: "all", checkpoint: "all"};
+  var images = JSON.parse(document.getElementById("images").textContent);
+  var counts = JSON.parse(document.getElementById("counts").textContent);
+  function draw(card) {  // a card's figure is drawn the first time it is shown
+    if (card.dataset.drawn) { return; }
+    var spec = JSON.parse(card.querySelector("script.fig").textContent);
+    (spec.layout.images || []).forEach(function (im) { im.source = images[im.source] || im.source; });
+    Plotly.newPlot(card.querySelector(".fig div"), spec.data, spec.layout, {displaylogo: false});
+    card.dataset.drawn = "1";
+  }
+  function why() {
+    var ck = state.checkpoint, oc = state.outcome;
+    var ckpts = ck === "all" ? Object.keys(counts.pool) : [ck];
+    var total = 0;
+    ckpts.forEach(function (c) {
+      var pool = counts.pool[c] || {};
+      total += oc === "all" ? Object.values(pool).reduce(function (a, b) { return a + b; }, 0) : (pool[oc] || 0);
+    });
+    var what = (oc === "all" ? "steps" : "steps with outcome " + oc) + (ck === "all" ? "" : " of checkpoint " + ck);
+    if (!(ck === "all" || ck in counts.pool)) { return "checkpoint " + ck + " is not in this report."; }
+    if (total === 0) { return "No " + what + " in this run" + counts.scope + "."; }
+    return "There are " + total + " " + what + ", but none got a card: the " + counts.max_cards +
+      " cards are shared across checkpoints, failures first (raise --max-cards or pick --checkpoints).";
+  }
   function apply() {
+    var shown = 0;
     document.querySelectorAll(".card").forEach(function (card) {
       var ok = (state.outcome === "all" || card.dataset.outcome === state.outcome) &&
                (state.checkpoint === "all" || card.dataset.checkpoint === state.checkpoint);
       card.style.display = ok ? "" : "none";
+      if (ok) { shown += 1; draw(card); }
     });
+    var empty = document.getElementById("empty");
+    empty.textContent = shown ? "" : why();
+    empty.style.display = shown ? "none" : "block";
     document.querySelectorAll(".filters button").forEach(function (b) {
       b.classList.toggle("on", state[b.dataset.kind] === b.dataset.value);
     });
@@ -105,26 +145,64 @@ def _metrics_html(metrics: dict[str, dict]) -> str:
     return "".join(parts)
 
 
-def _summary_html(preds: list[dict], checkpoints: list[str]) -> str:
-    parts = []
+def _rate(m: dict | None) -> str:
+    if not m or m.get("value") is None:
+        return "<td>n/a</td>"
+    return f"<td>{m['value']:.2f} <span class='note'>({m['lo']:.2f}-{m['hi']:.2f})</span></td>"
+
+
+def summary_html(preds: list[dict], checkpoints: list[str], shown: dict[str, int]) -> str:
+    """The summary table: per checkpoint its colour, steps, cards shown, outcome counts and the
+    headline rates with their 95% Wilson intervals (computed from the predictions)."""
+    head = ("<tr><th>checkpoint</th><th>steps</th><th>cards</th>"
+            + "".join(f"<th>{html.escape(o)}</th>" for o in viz.OUTCOMES)
+            + "".join(f"<th>{title}</th>" for _, title in SUMMARY_RATES) + "</tr>")
+    rows = []
     for ckpt in checkpoints:
-        table = viz.outcome_summary([p for p in preds if p["checkpoint"] == ckpt])
-        table.loc["all"] = table.sum()
-        parts.append(f"<details><summary>outcomes: <b>{html.escape(ckpt)}</b> "
-                     f"({int(table.loc['all'].sum())} steps)</summary>"
-                     f"{table.to_html(border=0)}</details>")
-    return "".join(parts)
+        mine = [p for p in preds if p["checkpoint"] == ckpt]
+        rates = step_rates(mine)
+        rows.append(
+            f"<tr data-checkpoint='{html.escape(ckpt, quote=True)}'><td><span class='swatch' "
+            f"style='background:{viz.checkpoint_color(ckpt)}'></span>{html.escape(ckpt)}</td>"
+            f"<td>{len(mine)}</td><td>{shown.get(ckpt, 0)}</td>"
+            + "".join(f"<td>{rates['outcomes'][o]}</td>" for o in viz.OUTCOMES)
+            + "".join(_rate(rates[key]) for key, _ in SUMMARY_RATES) + "</tr>")
+    return f"<table class='summary'>{head}{''.join(rows)}</table>"
 
 
-def select_steps(preds: list[dict], checkpoints: list[str], failures_only: bool,
-                 max_steps: int) -> list[dict]:
-    """Steps shown in the report: failures before correct ones when capping at `max_steps`,
-    then ordered by checkpoint, task and step."""
-    pool = [p for p in preds if not failures_only or p["outcome"] != "correct"]
+def _check_choice(kind: str, given, valid: list[str]) -> list[str] | None:
+    if given is None:
+        return None
+    unknown = [g for g in given if g not in valid]
+    if unknown:
+        raise ValueError(f"unknown {kind} {', '.join(map(repr, unknown))}; this run has: {', '.join(valid)}")
+    return list(given)
+
+
+def select_steps(preds: list[dict], checkpoints: list[str], failures_only: bool, max_cards: int,
+                 outcomes=None) -> list[dict]:
+    """The steps that get a card. Each checkpoint's candidates (its failures when `failures_only`,
+    only `outcomes` when given) are ranked failures first (missed inquiries first), then by task and
+    step; the `max_cards` budget is dealt one card per checkpoint in turn, so every checkpoint with
+    candidates gets its share. Returned in checkpoint, task, step order."""
+    ranked = {}
+    for ckpt in checkpoints:
+        pool = [p for p in preds if p["checkpoint"] == ckpt and (not failures_only or p["outcome"] != "correct")
+                and (outcomes is None or p["outcome"] in outcomes)]
+        ranked[ckpt] = sorted(pool, key=lambda p: (_OUTCOME_RANK[p["outcome"]], p["task_id"], p["step"]))
+    chosen: list[dict] = []
+    taken = {c: 0 for c in checkpoints}
+    budget = max(max_cards, 0)
+    while len(chosen) < budget:
+        progressed = False
+        for ckpt in checkpoints:
+            if len(chosen) < budget and taken[ckpt] < len(ranked[ckpt]):
+                chosen.append(ranked[ckpt][taken[ckpt]])
+                taken[ckpt] += 1
+                progressed = True
+        if not progressed:
+            break
     ck = {c: i for i, c in enumerate(checkpoints)}
-    by_rank = sorted(pool, key=lambda p: (_OUTCOME_RANK[p["outcome"]], ck[p["checkpoint"]],
-                                          p["task_id"], p["step"]))
-    chosen = by_rank[:max(max_steps, 0)]
     return sorted(chosen, key=lambda p: (ck[p["checkpoint"]], p["task_id"], p["step"]))
 
 
@@ -137,81 +215,129 @@ def _skipped_html(skipped: list[tuple[dict, str]]) -> str:
             f"be embedded</summary><ul class='note'>{items}</ul></details>")
 
 
+def _png_data_uri(image) -> str:
+    """plotly has already turned a PIL image into a PNG data URI when the figure was built."""
+    if isinstance(image, str):
+        return image
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", optimize=True)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _script_json(obj) -> str:
+    """JSON safe inside a <script> element (no `</` can close it early)."""
+    return json.dumps(obj, separators=(",", ":")).replace("</", "<\\/")
+
+
 def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool = False,
-                 max_steps: int = 200, skipped: list | None = None) -> Path:
+                 max_cards: int = 200, checkpoints=None, outcomes=None, skipped: list | None = None) -> Path:
     """Write one self-contained HTML report of the run's step predictions; return its path.
 
-    Shows at most `max_steps` step cards (failures first when capping), only failures when
-    `failures_only`. Written atomically. Only screenshots that resolve inside the run folder (after
-    symlinks) and are PNG files are embedded; a step whose screenshot is elsewhere, missing or not a
-    PNG is left out, listed in the report and appended to `skipped` as (prediction, reason).
+    `checkpoints` and `outcomes` restrict it (an unknown name raises ValueError naming the valid
+    ones); at most `max_cards` step cards, shared across checkpoints (see `select_steps`); only
+    failures when `failures_only`. Written atomically. Only screenshots that resolve inside the run
+    folder (after symlinks) and are PNG files are embedded; a step whose screenshot is elsewhere,
+    missing or not a PNG is left out, listed in the report and appended to `skipped` as
+    (prediction, reason).
     """
+    from plotly.offline import get_plotlyjs
+
     run = load_run(run_dir)
     out_path = Path(out_path)
     skipped = skipped if skipped is not None else []
-    steps = []
-    for pred in select_steps(run.preds, run.checkpoints, failures_only, max_steps):
-        try:
-            run.screenshot(pred)
-        except (PredictionFormatError, FileNotFoundError) as exc:
-            skipped.append((pred, str(exc)))
+    ckpts = _check_choice("checkpoint", checkpoints, run.checkpoints) or run.checkpoints
+    wanted = _check_choice("outcome", outcomes, list(viz.OUTCOMES))
+    preds = []
+    for p in run.preds:
+        if p["checkpoint"] not in ckpts:
             continue
-        steps.append(pred)
-    pool_n = sum(1 for p in run.preds if not failures_only or p["outcome"] != "correct")
+        try:
+            run.screenshot(p)
+        except (PredictionFormatError, FileNotFoundError) as exc:
+            skipped.append((p, str(exc)))
+            continue
+        preds.append(p)
+    steps = select_steps(preds, ckpts, failures_only, max_cards, wanted)
+    in_scope = lambda p: (not failures_only or p["outcome"] != "correct") and (wanted is None or p["outcome"] in wanted)
+    pool = {c: {o: sum(1 for p in preds if p["checkpoint"] == c and p["outcome"] == o and in_scope(p))
+                for o in viz.OUTCOMES} for c in ckpts}
+    pool_n = sum(sum(v.values()) for v in pool.values())
+    shown_per = {c: sum(1 for p in steps if p["checkpoint"] == c) for c in ckpts}
 
     counts = {o: sum(1 for p in steps if p["outcome"] == o) for o in viz.OUTCOMES}
     buttons = [f"<button data-kind='outcome' data-value='all'>all ({len(steps)})</button>"]
     for o in viz.OUTCOMES:
-        if counts[o]:
+        if wanted is None or o in wanted:
             buttons.append(f"<button data-kind='outcome' data-value='{o}' "
                            f"style='border-color:{viz.OUTCOME_COLORS[o]}'>{o} ({counts[o]})</button>")
-    if len(run.checkpoints) > 1:
+    if len(ckpts) > 1:
         buttons.append("<br><button data-kind='checkpoint' data-value='all'>all checkpoints</button>")
-        buttons += [f"<button data-kind='checkpoint' data-value='{html.escape(c, quote=True)}'>"
-                    f"{html.escape(c)}</button>" for c in run.checkpoints]
+        buttons += [f"<button data-kind='checkpoint' data-value='{html.escape(c, quote=True)}' "
+                    f"style='border-color:{viz.checkpoint_color(c)}'>{html.escape(c)} ({shown_per[c]})</button>"
+                    for c in ckpts]
 
+    images: dict[str, str] = {}  # screenshot key -> data URI, each stored once
     cards = []
     for i, pred in enumerate(steps):
         fig = viz.step_figure(pred, run.screenshot(pred), frame="screen")
-        # plotly.js goes in once, with the first figure; the others reuse it.
-        fig_html = fig.to_html(full_html=False, include_plotlyjs=(i == 0), div_id=f"step-fig-{i}",
-                               config={"displaylogo": False})
+        for j, layout_image in enumerate(fig.layout.images):
+            key = f"{pred['screenshot']}#{j}"
+            if key not in images:
+                images[key] = _png_data_uri(layout_image.source)
+            layout_image.source = key
+        spec = json.loads(fig.to_json())
+        # plotly.py's default template is ~9 KB of JSON per figure; plotly.js's own defaults draw
+        # these figures the same (they set their colours, fonts and axes themselves)
+        spec["layout"].pop("template", None)
         cards.append(
             f"<div class='card' id='card-{i}' data-outcome='{pred['outcome']}' "
             f"data-checkpoint='{html.escape(pred['checkpoint'], quote=True)}' "
             f"data-id='{html.escape(pred['id'], quote=True)}' "
             f"style='border-left-color:{viz.OUTCOME_COLORS[pred['outcome']]}'>"
-            f"<div class='fig'>{fig_html}</div>"
-            f"<div class='text'>{viz.step_details_html(pred)}</div></div>")
+            f"<div class='fig'><div id='step-fig-{i}'></div>"
+            f"<script type='application/json' class='fig'>{_script_json({'data': spec['data'], 'layout': spec['layout']})}"
+            f"</script></div><div class='text'>{viz.step_details_html(pred)}</div></div>")
 
+    scope = (" among failures" if failures_only else "") + (f" among outcomes {', '.join(wanted)}" if wanted else "")
     title = f"Step predictions: {html.escape(str(run.run_dir))}"
     shown = (f"{len(steps)} of {pool_n} {'failing ' if failures_only else ''}steps shown"
-             + (" (failures first, capped by max_steps)" if len(steps) + len(skipped) < pool_n else "")
+             + (f" (max_cards {max_cards}, shared across checkpoints, failures first)" if len(steps) < pool_n else "")
              + (f", {len(skipped)} skipped" if skipped else ""))
     doc = (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
-        f"<title>{title}</title><style>{_STYLE}</style></head><body>"
+        f"<title>{title}</title><style>{_STYLE}</style>"
+        f"<script type='text/javascript'>window.PlotlyConfig = {{MathJaxConfig: 'local'}};</script>"
+        f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
         f"<h1>{title}</h1><div class='note'>checkpoints: "
-        f"{html.escape(', '.join(run.checkpoints))} · {shown}</div>"
-        f"{_skipped_html(skipped)}{_summary_html(run.preds, run.checkpoints)}{_metrics_html(run.metrics)}"
-        f"<div class='filters'>{''.join(buttons)}</div>"
+        f"{html.escape(', '.join(ckpts))} · {shown}</div>"
+        f"{_skipped_html(skipped)}{summary_html(preds, ckpts, shown_per)}"
+        f"<div class='filters'>{''.join(buttons)}</div><div id='empty'></div>"
         + ("".join(cards) if cards else "<p><i>no steps to show</i></p>")
+        + "<h2>Metric details</h2>"
+        + _metrics_html({c: m for c, m in run.metrics.items() if c in ckpts})
+        + f"<script type='application/json' id='images'>{_script_json(images)}</script>"
+        + f"<script type='application/json' id='counts'>"
+        + _script_json({"pool": pool, "max_cards": max_cards, "scope": scope}) + "</script>"
         + f"<script>{_SCRIPT}</script></body></html>\n"
     )
     write_text_atomic(out_path, doc)
     return out_path
 
 
-def report_main(run_dir: str | Path, out: str | Path, failures_only: bool = False) -> int:
-    """CLI entry: write the report, print its path and, on stderr, each step left out and why;
-    on a missing or malformed run print the error to stderr and return 1."""
+def report_main(run_dir: str | Path, out: str | Path, failures_only: bool = False, max_cards: int = 200,
+                checkpoints=None, outcomes=None) -> int:
+    """CLI entry: write the report, print its path and size and, on stderr, each step left out and
+    why; on a missing or malformed run, or an unknown checkpoint or outcome, print the error to
+    stderr and return 1."""
     skipped: list = []
     try:
-        path = write_report(run_dir, out, failures_only=failures_only, skipped=skipped)
-    except (FileNotFoundError, PredictionFormatError) as exc:
+        path = write_report(run_dir, out, failures_only=failures_only, max_cards=max_cards,
+                            checkpoints=checkpoints, outcomes=outcomes, skipped=skipped)
+    except (FileNotFoundError, PredictionFormatError, ValueError) as exc:
         print(f"inquire report: {exc}", file=sys.stderr)
         return 1
     for pred, why in skipped:
         print(f"inquire report: skipped {why}", file=sys.stderr)
-    print(f"wrote {path}" + (f" ({len(skipped)} step(s) skipped, listed in the report)" if skipped else ""))
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)"
+          + (f"; {len(skipped)} step(s) skipped, listed in the report" if skipped else ""))
     return 0

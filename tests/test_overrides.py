@@ -1,0 +1,130 @@
+"""Profile overrides: typed parsing, one-line refusals naming the key, default run names, and the
+`inquire run --set/--name` and `inquire profile --set` front ends (refused before any kernel starts)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inquire_lib import cli
+from inquire_lib.profiles import (OverrideError, apply_overrides, check_overrides, default_run_name, get_profile,
+                                  overridable_fields, parse_overrides)
+from inquire_lib.runs import paths
+from inquire_lib.training.sft import base_agent_dir
+
+
+def test_parse_overrides_types_every_kind():
+    got = parse_overrides(["grpo_lr=1e-4", "missed_penalty=2", "grpo_steps=30", "use_a11y=false",
+                           "model=tiny:cpu", "reward_weights=format:1,action:1,inquiry:2", "train_seed=none", "lora_targets=q_proj,v_proj"])
+    assert got == {"grpo_lr": 0.0001, "missed_penalty": 2.0, "grpo_steps": 30, "use_a11y": False,
+                   "model": "tiny:cpu", "reward_weights": {"format": 1.0, "action": 1.0, "inquiry": 2.0}, "train_seed": None,
+                   "lora_targets": ("q_proj", "v_proj")}
+    assert isinstance(got["missed_penalty"], float) and isinstance(got["grpo_steps"], int)
+    assert parse_overrides(["grpo_lr=1", "grpo_lr=3e-4"]) == {"grpo_lr": 0.0003}  # the last one wins
+
+
+@pytest.mark.parametrize("items,pattern", [
+    (["grpo_lrr=1e-4"], r"^unknown profile field 'grpo_lrr' \(did you mean grpo_lr\?\); valid fields: a11y_coords, .*grpo_lr, "),
+    (["grpo_lr=abc"], r"^profile field 'grpo_lr' takes a float, got 'abc'$"),
+    (["grpo_steps=2.5"], r"^profile field 'grpo_steps' takes an int, got '2.5'$"),
+    (["use_a11y=maybe"], r"^profile field 'use_a11y' takes a bool \(true/false\), got 'maybe'$"),
+    (["name=cpu"], r"^unknown profile field 'name'"),
+    (["reward_weights=1,1,2"], r"^profile field 'reward_weights' takes name:value pairs"),
+    (["grpo_lr"], r"^override 'grpo_lr' is not KEY=VALUE"),
+])
+def test_bad_overrides_fail_in_one_line_naming_the_key(items, pattern):
+    with pytest.raises(OverrideError, match=pattern) as info:
+        parse_overrides(items)
+    assert "\n" not in str(info.value)
+
+
+def test_python_values_are_checked_as_strictly():
+    assert check_overrides({"missed_penalty": 2, "grpo_steps": 3}) == {"grpo_steps": 3, "missed_penalty": 2.0}
+    for bad, pattern in [({"grpo_lr": "1e-4"}, "'grpo_lr' takes a float, got '1e-4'"),
+                         ({"grpo_steps": True}, "'grpo_steps' takes an int, got True"),
+                         ({"use_think": 1}, "'use_think' takes a bool, got 1"),
+                         ({"reward_weights": {"format": "x"}}, "'reward_weights' takes a list of float"),
+                         ({"reward_weights": [1.0]}, "'reward_weights' takes a non-empty dict of str to float"),
+                         ({"lora_targets": ["q", 1]}, "'lora_targets' takes a list of str"),
+                         ({"nope": 1}, "unknown profile field 'nope'")]:
+        with pytest.raises(OverrideError, match=pattern):
+            check_overrides(bad)
+    with pytest.raises(OverrideError, match="must be a dict"):
+        check_overrides([("grpo_lr", 1e-4)])
+    assert "name" not in overridable_fields() and "overrides" not in overridable_fields()
+    assert len(overridable_fields()) == len(get_profile("cpu").to_dict()) - 2
+
+
+def test_apply_overrides_records_them_and_keeps_the_rest():
+    smoke = get_profile("smoke")
+    p = apply_overrides("smoke", {"grpo_lr": 1e-4, "missed_penalty": 2})
+    assert (p.grpo_lr, p.missed_penalty, p.overrides) == (1e-4, 2.0, (("grpo_lr", 1e-4), ("missed_penalty", 2.0)))
+    assert p.replace(grpo_lr=smoke.grpo_lr, missed_penalty=smoke.missed_penalty, overrides=()) == smoke
+    assert apply_overrides("smoke", None) is smoke and apply_overrides("smoke", {}) is smoke
+    # an internal replace (an ablation variant) keeps the recorded overrides
+    assert p.replace(use_a11y=False).overrides == p.overrides
+    assert p.to_dict()["overrides"] == (("grpo_lr", 1e-4), ("missed_penalty", 2.0))
+
+
+def test_default_run_names():
+    assert default_run_name(None) == default_run_name({}) == "default"
+    assert default_run_name({"missed_penalty": 2, "grpo_lr": 1e-4}) == "grpo_lr=0.0001_missed_penalty=2"
+    assert default_run_name({"model": "org/model name"}) == "model=org-model-name"
+    long_a = default_run_name({"model": "x" * 100})
+    long_b = default_run_name({"model": "x" * 100 + "y"})
+    assert len(long_a) == 80 and long_a != long_b and long_a[:71] == long_b[:71]
+    for name in ("default", "grpo_lr=0.0001_missed_penalty=2", long_a):
+        assert paths.check_run_name(name) == name
+    for bad in ("", "../up", ".hidden", "a/b", "x" * 121):
+        with pytest.raises(ValueError, match="run name"):
+            paths.check_run_name(bad)
+
+
+def test_runs_keep_their_folders_apart(monkeypatch, tmp_path):
+    for variable, _ in paths.FOLDERS.values():
+        monkeypatch.setenv(variable, str(tmp_path / variable))
+    monkeypatch.delenv(paths.RUN_NAME[0], raising=False)
+    assert paths.run_name() == "default"
+    assert paths.artifacts_dir("smoke") == tmp_path / "INQUIRE_ARTIFACTS" / "smoke"
+    assert paths.figures_dir("smoke") == tmp_path / "INQUIRE_FIGURES" / "smoke"
+    monkeypatch.setenv(paths.RUN_NAME[0], "a")
+    assert paths.run_dir("smoke") == tmp_path / "INQUIRE_RUNS" / "smoke" / "a"
+    assert paths.artifacts_dir("smoke") == tmp_path / "INQUIRE_ARTIFACTS" / "smoke" / "runs" / "a"
+    assert paths.figures_dir("smoke") == tmp_path / "INQUIRE_FIGURES" / "smoke" / "runs" / "a"
+    assert paths.run_dir("smoke", name="b") == tmp_path / "INQUIRE_RUNS" / "smoke" / "b"
+    monkeypatch.setenv(paths.RUN_NAME[0], "../escape")
+    with pytest.raises(ValueError, match="run name"):
+        paths.run_dir("smoke")
+
+
+def test_base_agent_is_shared_unless_an_override_shapes_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    plain = base_agent_dir(get_profile("smoke"))
+    assert plain == tmp_path / "models" / "base-agent-smoke-s0-v1"
+    assert base_agent_dir(apply_overrides("smoke", {"grpo_lr": 1e-4, "sft_lr": 1e-3})) == plain
+    shaped = base_agent_dir(apply_overrides("smoke", {"base_agent_steps": 8}))
+    assert shaped.parent == plain.parent and shaped.name.startswith(plain.name + "-o") and len(shaped.name) == len(plain.name) + 12
+    assert base_agent_dir(apply_overrides("smoke", {"base_agent_steps": 9})) != shaped
+    # an ablation variant made by replace() keeps the run's base agent
+    assert base_agent_dir(get_profile("smoke").replace(use_a11y=False)) == plain
+
+
+def test_cli_refuses_bad_settings_before_any_kernel(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path))
+    assert cli.main(["run", "--profile", "smoke", "--set", "grpo_lrr=1e-4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: unknown profile field 'grpo_lrr'") and "grpo_lr," in err
+    assert cli.main(["run", "--profile", "smoke", "--set", "missed_penalty=high"]) == 2
+    assert capsys.readouterr().err == "error: profile field 'missed_penalty' takes a float, got 'high'\n"
+    assert cli.main(["run", "--profile", "nope"]) == 2
+    assert "unknown profile 'nope'" in capsys.readouterr().err
+    assert cli.main(["run", "--profile", "smoke", "--name", "../x"]) == 2
+    assert "run name '../x'" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_profile_shows_overrides(capsys):
+    assert cli.main(["profile", "smoke", "--set", "grpo_lr=1e-4"]) == 0
+    settings = json.loads(capsys.readouterr().out)
+    assert settings["grpo_lr"] == 0.0001 and settings["overrides"] == [["grpo_lr", 0.0001]]
+    assert settings["sft_steps"] == get_profile("smoke").sft_steps
