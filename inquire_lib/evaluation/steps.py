@@ -24,7 +24,6 @@ from ..runs.tracking import log_metrics
 
 
 # ------------------------------------------------------------------------------ generation
-@torch.no_grad()
 def eval_generation_config(profile: Profile, processor, max_new_tokens: int | None = None):
     """The complete generation config of evaluation: greedy, the profile's token budget and
     repetition penalty, nothing inherited from the checkpoint's own `generation_config.json`
@@ -38,9 +37,11 @@ def eval_generation_config(profile: Profile, processor, max_new_tokens: int | No
                             eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
 
 
+@torch.no_grad()
 def generate(model, processor, records: list[dict], profile: Profile, batch_size: int | None = None,
-             max_new_tokens: int | None = None, progress: bool = True) -> list[str]:
-    """Greedy completions for step records, batched with left padding."""
+             max_new_tokens: int | None = None, progress: bool = True, logits_processor=None) -> list[str]:
+    """Greedy completions for step records, batched with left padding. `logits_processor`: a factory
+    called once per batch that returns a `LogitsProcessor` (e.g. the operating curve's fork bias)."""
     batch_size = batch_size or profile.eval_batch
     config = eval_generation_config(profile, processor, max_new_tokens)
     frame = frame_for(profile)
@@ -53,7 +54,11 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
                                                add_generation_prompt=True) for r in chunk]
         images = [img for r in chunk for img in images_of(r, profile)]
         enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(device)
-        gen = model.generate(**enc, generation_config=config)
+        extra = {}
+        if logits_processor is not None:
+            from transformers import LogitsProcessorList
+            extra["logits_processor"] = LogitsProcessorList([logits_processor()])
+        gen = model.generate(**enc, generation_config=config, **extra)
         new = gen[:, enc["input_ids"].shape[1]:]
         outs += processor.batch_decode(new, skip_special_tokens=True)
     return outs

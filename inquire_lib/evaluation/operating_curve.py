@@ -1,0 +1,207 @@
+"""The inquiry operating curve: step ISR against the needless-inquiry rate as a bias on the ask
+decision sweeps from strongly negative to strongly positive, like an ROC curve.
+
+The ask-or-act decision is one forking token. With pre-action reasoning it is the word after
+"Inquiry check:" ("needed" against "not"); without it, the action name in the tool call
+("call_user" against the rest). Greedy decoding picks the ask token exactly when its margin
+
+    d = logit(ask token) - max over every other token of its logit
+
+plus the bias is positive. So one greedy pass that records d at the fork gives the whole curve:
+at bias b a step asks iff d + b > 0. ISR(b) is the share of inquiry steps that ask, needless(b)
+the share of safe steps that ask, and the area under the curve is the probability that an inquiry
+step has a larger margin than a safe step (Mann-Whitney). The curve moving up means the model
+learned *when* to ask; a point sliding along the same curve means it only asks more or less often.
+
+A step whose completion never reaches the fork (it wrote something else) gets d = -inf: it does
+not ask at any finite bias. `verify_points` re-generates with the bias applied for real, to check
+that the decision at the fork carries through to the tool call.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+ASK_THINK = "Inquiry check: needed"
+ACT_THINK = "Inquiry check: not needed"
+
+
+# ------------------------------------------------------------------------ pure curve maths
+def curve_points(margins, labels, biases=None) -> list[dict]:
+    """(bias, isr, needless) for each bias; `labels` True where asking was required.
+
+    Default biases: every threshold between distinct finite margins, plus both ends, so the curve
+    runs from (0, 0) to (1, 1) whenever all margins are finite."""
+    d = np.asarray(margins, dtype=float)
+    y = np.asarray(labels, dtype=bool)
+    if d.shape != y.shape:
+        raise ValueError(f"margins and labels differ in length: {d.shape} vs {y.shape}")
+    if biases is None:
+        finite = np.unique(d[np.isfinite(d)])
+        # asking needs d + b > 0, so b = -t asks exactly for the margins above t
+        cuts = np.concatenate([[finite[-1] if len(finite) else 0.0], finite[::-1] - 1e-9]) if len(finite) else np.array([0.0])
+        biases = sorted({-float(c) for c in cuts} | ({-float(finite.min()) + 1.0} if len(finite) else set()))
+    pos, neg = y.sum(), (~y).sum()
+    out = []
+    for b in biases:
+        ask = d + b > 0
+        out.append({"bias": float(b),
+                    "isr": float(ask[y].sum() / pos) if pos else None,
+                    "needless": float(ask[~y].sum() / neg) if neg else None})
+    return out
+
+
+def auc(margins, labels) -> float | None:
+    """Area under the ISR-vs-needless curve: P(margin of an inquiry step > margin of a safe step),
+    ties counting one half. None when either class is empty."""
+    d = np.asarray(margins, dtype=float)
+    y = np.asarray(labels, dtype=bool)
+    pos, neg = d[y], d[~y]
+    if len(pos) == 0 or len(neg) == 0:
+        return None
+    # ranks over the pooled margins (average ranks for ties); -inf sorts first, as it should
+    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
+    pooled = np.concatenate([pos, neg])[order]
+    ranks = np.empty(len(pooled))
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1] == pooled[i]:
+            j += 1
+        ranks[i:j + 1] = (i + j) / 2 + 1
+        i = j + 1
+    r = np.empty(len(pooled))
+    r[order] = ranks
+    u = r[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
+    return float(u / (len(pos) * len(neg)))
+
+
+def bootstrap_auc(margins, labels, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """AUC with a percentile bootstrap interval, resampling inquiry and safe steps separately."""
+    d = np.asarray(margins, dtype=float)
+    y = np.asarray(labels, dtype=bool)
+    value = auc(d, y)
+    if value is None:
+        return {"value": None, "lo": None, "hi": None, "n_pos": int(y.sum()), "n_neg": int((~y).sum())}
+    rng = np.random.default_rng(seed)
+    pos, neg = d[y], d[~y]
+    stats = []
+    for _ in range(n_boot):
+        p = pos[rng.integers(0, len(pos), len(pos))]
+        n = neg[rng.integers(0, len(neg), len(neg))]
+        stats.append(auc(np.concatenate([p, n]), np.concatenate([np.ones(len(p), bool), np.zeros(len(n), bool)])))
+    lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
+    return {"value": value, "lo": float(lo), "hi": float(hi), "n_pos": len(pos), "n_neg": len(neg),
+            "n_boot": n_boot, "seed": seed}
+
+
+# ------------------------------------------------------------------- the fork in generation
+@dataclass(frozen=True)
+class Fork:
+    """Where the ask-or-act decision is taken: the text that precedes it and the ask token."""
+    marker: str
+    ask_token: int
+    act_token: int
+
+
+def find_fork(tokenizer, use_think: bool) -> Fork:
+    """The first token where an asking completion and an acting one part, after their common text."""
+    if use_think:
+        marker, ask, act = "Inquiry check:", ASK_THINK, ACT_THINK
+    else:
+        marker = '"action": "'
+        ask, act = marker + 'call_user"', marker + 'click"'
+    a, b = tokenizer.encode(ask, add_special_tokens=False), tokenizer.encode(act, add_special_tokens=False)
+    i = next(k for k in range(min(len(a), len(b))) if a[k] != b[k])
+    return Fork(marker, a[i], b[i])
+
+
+class ForkBias:
+    """A `LogitsProcessor`: at the fork of each sequence, record the ask margin and add `bias` to the
+    ask token's logit. Margins stay NaN for sequences that never reach the fork."""
+
+    def __init__(self, tokenizer, fork: Fork, bias: float = 0.0):
+        self.tokenizer, self.fork, self.bias = tokenizer, fork, float(bias)
+        self.prompt_len: int | None = None
+        self.margins: list[float] = []
+
+    def __call__(self, input_ids, scores):
+        if self.prompt_len is None:
+            self.prompt_len = input_ids.shape[1]
+            self.margins = [math.nan] * input_ids.shape[0]
+        new = input_ids[:, self.prompt_len:]
+        for row in range(new.shape[0]):
+            if not math.isnan(self.margins[row]) or new.shape[1] == 0:
+                continue
+            text = self.tokenizer.decode(new[row], skip_special_tokens=True)
+            if not text.rstrip(" ").endswith(self.fork.marker):
+                continue
+            logits = scores[row].float()
+            ask = logits[self.fork.ask_token].item()
+            others = logits.clone()
+            others[self.fork.ask_token] = -math.inf
+            self.margins[row] = ask - others.max().item()
+            scores[row, self.fork.ask_token] += self.bias
+        return scores
+
+
+# ------------------------------------------------------------------------ on a checkpoint
+def ask_margins(model, processor, records: list[dict], profile, bias: float = 0.0,
+                progress: bool = False) -> tuple[list[float], list[str]]:
+    """Greedy completions with `bias` added to the ask token at the fork, and each step's margin
+    there (-inf where the fork was never reached)."""
+    from .steps import generate
+
+    fork = find_fork(processor.tokenizer, profile.use_think)
+    made: list[ForkBias] = []
+
+    def factory() -> ForkBias:
+        made.append(ForkBias(processor.tokenizer, fork, bias))
+        return made[-1]
+
+    raw = generate(model, processor, records, profile, progress=progress, logits_processor=factory)
+    margins = [m for p in made for m in p.margins]
+    if len(margins) != len(records):
+        raise RuntimeError(f"fork margins for {len(margins)} of {len(records)} steps")
+    return [-math.inf if math.isnan(m) else m for m in margins], raw
+
+
+def _asked(raw: list[str], records: list[dict], profile) -> list[bool]:
+    from ..agent.actions import parse_completion
+    out = []
+    for text in raw:
+        action = parse_completion(text, require_think=profile.use_think).action
+        out.append(action is not None and action.type == "call_user")
+    return out
+
+
+def operating_curve(model, processor, records: list[dict], profile, verify_biases=(-4.0, 4.0),
+                    n_boot: int = 1000, seed: int = 0) -> dict:
+    """The curve of one checkpoint on `records`: points, AUC with a bootstrap interval, and checks
+    that the fork decides the action (`agreement` at bias 0; predicted vs generated rates at
+    `verify_biases`)."""
+    labels = [bool(r["inquiry_required"]) for r in records]
+    margins, raw = ask_margins(model, processor, records, profile)
+    asked = _asked(raw, records, profile)
+    agreement = sum((m > 0) == a for m, a in zip(margins, asked)) / len(records) if records else None
+    verified = []
+    for b in verify_biases:
+        _, raw_b = ask_margins(model, processor, records, profile, bias=b)
+        asked_b = np.array(_asked(raw_b, records, profile))
+        y = np.array(labels)
+        predicted = curve_points(margins, labels, biases=[b])[0]
+        verified.append({"bias": float(b), "predicted_isr": predicted["isr"], "predicted_needless": predicted["needless"],
+                         "isr": float(asked_b[y].mean()) if y.any() else None,
+                         "needless": float(asked_b[~y].mean()) if (~y).any() else None})
+    finite = [m for m in margins if math.isfinite(m)]
+    return {
+        "n": len(records), "n_inquiry": sum(labels), "fork_reached": len(finite),
+        "margins": [m if math.isfinite(m) else None for m in margins], "labels": labels,
+        "points": curve_points(margins, labels),
+        "at_zero": {"isr": float(np.mean([a for a, y in zip(asked, labels) if y])) if any(labels) else None,
+                    "needless": float(np.mean([a for a, y in zip(asked, labels) if not y])) if not all(labels) else None},
+        "agreement": agreement, "verified": verified,
+        "auc": bootstrap_auc(margins, labels, n_boot=n_boot, seed=seed),
+    }
