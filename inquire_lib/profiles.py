@@ -67,6 +67,12 @@ class Profile:
     sft_grad_accum: int = 1
     grpo_grad_accum: int = 1
     task_grad_accum: int = 1
+    # --- stage 1b: DAgger rounds from full SFT (roll out, label visited states with the expert, continue SFT) ---
+    dagger_rounds: int = 2
+    dagger_tasks: int = 64  # training tasks rolled out per round
+    dagger_steps: int = 50  # SFT steps per round on the aggregate
+    dagger_beta: float = 0.0  # chance per turn that the expert acts instead during roll-outs
+    dagger_lr: float = 5e-4
     # --- stage 2: action-level GRPO ---
     grpo_steps: int = 150
     grpo_prompts_per_step: int = 4
@@ -133,6 +139,7 @@ PROFILES: dict[str, Profile] = {
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
         eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16, export_png=False,
         ablation_sft_steps=2, ablation_grpo_steps=1, cell_timeout_s=900,
+        dagger_rounds=1, dagger_tasks=4, dagger_steps=2,
     ),
     # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
     # sequences short on 2 cores

@@ -25,7 +25,7 @@ from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
 from .devices import is_main_process, wait_for_everyone
 from .fit import TrainResult, fit
-from .models import load_model_and_processor, model_path
+from .models import base_of, load_checkpoint, load_model_and_processor, model_path
 
 
 def _keep(rec_id: str, fraction: float, seed: int) -> bool:
@@ -124,15 +124,20 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     torch.set_num_threads(profile.torch_threads)
     oversample = profile.sft_inquiry_oversample if inquiry_fraction > 0 else 1
     train = train if train is not None else training_records(benchmark(profile)["train"], profile, inquiry_fraction, oversample)
-    model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
+    if start is not None and (Path(start) / "adapter_config.json").exists():
+        # continue training an adapter (DAgger rounds): the adapter itself, on the model it was trained on
+        model, processor = load_checkpoint(profile, start, trainable=True)
+        peft_config, base = None, base_of(start, profile)
+    else:
+        model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
+        peft_config, base = (lora_config(profile) if profile.lora else None), start or model_path(profile)
     config = sft_config(profile, out_dir, steps=steps, lr=lr, warmup=warmup)
     record = config_record(config)  # what is trained, not where it is logged
     with trainer_tracking(profile, track) as tracking:
         trainer = SFTTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
-                             processing_class=processor, peft_config=lora_config(profile) if profile.lora else None,
-                             callbacks=callbacks)
+                             processing_class=processor, peft_config=peft_config, callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume, meta=lambda _folder, seconds: {
         "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
-        "start": start or model_path(profile), "base": start or model_path(profile), "seconds": seconds,
+        "start": start or model_path(profile), "base": base, "seconds": seconds,
         "n_examples": len(train), "steps": steps, "config": record})
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)

@@ -9,14 +9,23 @@ from __future__ import annotations
 from ..agent.actions import Action
 from .env import PhoneEnv
 
-BACK_THINK = "This is not the screen the task needs. Target: Back <back>. Inquiry check: not needed, because going back is safe."
+
+
+def back_think(screen) -> str:
+    """Why the expert goes back from a detour, naming what it sees: a wrong app, or a wrong screen."""
+    if screen.app == screen.title:  # a wrongly opened app
+        why = f"This is {screen.app}, not the app the task needs; going back."
+    else:
+        why = f"This {screen.title} screen of {screen.app} has nothing for the task; going back."
+    return f"{why} Target: Back <back>. Inquiry check: not needed, because going back is safe."
 
 
 def expert_act(env: PhoneEnv) -> tuple[str, Action]:
-    """(think, action) for the environment's current state."""
+    """(think, action) for the environment's current state. On a detour (a state the expert's own
+    path never visits, reached only by another policy's mistake) it says why and goes back."""
     step = env.current_step
-    if step is None:  # on a detour: go back
-        return BACK_THINK, Action("system_button", button="Back")
+    if step is None:
+        return back_think(env.screen), Action("system_button", button="Back")
     return step.think, step.action
 
 
