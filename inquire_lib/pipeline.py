@@ -100,6 +100,38 @@ def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_f
     return out + episodes.evaluate_reference_tasks(profile, tasks, out_root)
 
 
+def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int | None = None,
+           steps: int | None = None, tasks_per_round: int | None = None, beta: float | None = None,
+           callbacks=None) -> tuple[str, list]:
+    """Stage 1b (see `training.dagger`): `rounds` rounds from checkpoint `start`; each rolls the current
+    policy out greedily on a new block of training tasks, labels every visited state with the expert
+    and continues SFT on the expert data plus all states so far. Round r's model is
+    `artifacts/<p>/<name>/round<r>/final`. Returns the last round's path and one `Round` per round."""
+    from .training.dagger import Labeller, Round, continue_sft, round_tasks
+
+    rounds = profile.dagger_rounds if rounds is None else rounds
+    steps = profile.dagger_steps if steps is None else steps
+    per_round = profile.dagger_tasks if tasks_per_round is None else tasks_per_round
+    beta = profile.dagger_beta if beta is None else beta
+    current, states, out = start, [], []
+    for r in range(1, rounds + 1):
+        t0 = time.time()
+        labeller = Labeller(profile, r, beta, profile.seed)
+        model, processor = load_checkpoint(profile, current)
+        try:
+            played = episodes.run_episodes(labeller.wrap(episodes.model_policy(model, processor, profile)),
+                                           round_tasks(profile, r, per_round), profile)
+        finally:
+            del model
+            gc.collect()
+        states += labeller.states
+        res = continue_sft(profile, current, states, artifacts_dir(profile) / name / f"round{r}", steps, callbacks)
+        current = res.path
+        out.append(Round(r, current, len(labeller.states), sum(s["_off_path"] for s in labeller.states),
+                         sum(e["success"] for e in played) / max(1, len(played)), time.time() - t0))
+    return current, out
+
+
 def load_metrics(profile: Profile, names=None, kind: str = "step", out_root=None) -> list[dict]:
     """Saved metrics of a run, in training order then references."""
     return _records.load_metrics(run_dir(profile, out_root), kind, names)

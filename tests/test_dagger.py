@@ -3,14 +3,20 @@ import json
 
 import pytest
 
-from inquire_lib.data.benchmark import task_records
-from inquire_lib.evaluation.episodes import reference_policy, task_at
+from inquire_lib.data.benchmark import task_at, task_records
+from inquire_lib.evaluation.episodes import reference_policy, run_episodes
 from inquire_lib.profiles import get_profile
-from inquire_lib.training.dagger import rollout_states, to_dataset
+from inquire_lib.training.dagger import Labeller, to_dataset
 from inquire_lib.world.env import PhoneEnv
 from inquire_lib.world.expert import expert_act
 
 SMOKE = get_profile("smoke")
+
+
+def rollout_states(policy, profile, indices, round_index):
+    labeller = Labeller(profile, round_index)
+    episodes = run_episodes(labeller.wrap(policy), [task_at(profile.seed, "train", i) for i in indices], profile)
+    return labeller.states, episodes
 
 
 def test_the_experts_own_rollouts_are_the_benchmarks_records():
@@ -54,21 +60,23 @@ def test_a_wrong_app_is_named_in_the_experts_reason():
     assert expert_act(env)[1] == task.steps[0].action  # back home, the right app next
 
 
-def test_dagger_rounds_continue_the_policy_on_the_aggregate(tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_dagger_rounds_continue_the_policy_on_the_aggregate(private_folders):
     """One smoke round from a 2-step SFT adapter: the round's adapter sits on the same base, the states
     it labelled are counted, and its training set is the expert data plus those states."""
-    from inquire_lib.training import train
-    from inquire_lib.training.dagger import dagger
+    from inquire_lib.data.benchmark import benchmark
+    from inquire_lib.pipeline import dagger
+    from inquire_lib.training import sft
     from inquire_lib.training.models import base_of
 
-    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("INQUIRE_ARTIFACTS", str(tmp_path / "artifacts"))
-    start = train.sft(SMOKE, name="sft_full", max_steps=2).path
+    from pathlib import Path
+    artifacts = Path(private_folders["artifacts"])
+    start = sft.sft(SMOKE, name="sft_full", max_steps=2).path
     path, rounds = dagger(SMOKE, start, rounds=1, steps=2, tasks_per_round=3)
-    assert path.endswith("dagger/round1/final") and len(rounds) == 1
+    assert path.endswith("sft_dagger/round1/final") and len(rounds) == 1
     r = rounds[0]
     assert r.states >= 3 and 0 <= r.off_path <= r.states and 0.0 <= r.rollout_success <= 1.0
-    meta = json.loads((tmp_path / "artifacts" / "smoke" / "dagger" / "round1" / "final" / "inquire_train.json").read_text())
+    meta = json.loads((artifacts / "smoke" / "sft_dagger" / "round1" / "final" / "inquire_train.json").read_text())
     assert meta["start"] == start and meta["base"] == base_of(start, SMOKE) and meta["steps"] == 2
-    expert = train.training_records(train.benchmark(SMOKE)["train"], SMOKE, 1.0, SMOKE.sft_inquiry_oversample)
+    expert = sft.training_records(benchmark(SMOKE)["train"], SMOKE, 1.0, SMOKE.sft_inquiry_oversample)
     assert meta["n_examples"] == len(expert) + r.states

@@ -99,20 +99,19 @@ def test_fork_bias_records_the_margin_and_shifts_only_the_fork(tokenizer):
     assert proc.margins[0] == pytest.approx(-2.0) and again[0, fork.ask_token].item() == 1.0
 
 
-def test_curve_of_an_untrained_model_never_reaches_the_fork(tmp_path):
+@pytest.mark.slow
+def test_curve_of_an_untrained_model_never_reaches_the_fork():
     """The untrained smoke model writes no "Inquiry check:": every margin is -inf, so it never asks at
     any bias, the curve is the single point (0, 0) and the area is one half (all ties)."""
-    from inquire_lib.evaluation import steps
+    from inquire_lib.data.benchmark import test_records
     from inquire_lib.evaluation.operating_curve import operating_curve
     from inquire_lib.profiles import get_profile
     from inquire_lib.training.models import load_checkpoint
 
     smoke = get_profile("smoke", eval_max_new_tokens=12)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("INQUIRE_CACHE", str(tmp_path))
-        records = steps.test_records(smoke)[:10]
-        model, processor = load_checkpoint(smoke, None)
-        curve = operating_curve(model, processor, records, smoke, verify_biases=(50.0,), n_boot=50)
+    records = test_records(smoke)[:10]
+    model, processor = load_checkpoint(smoke, None)
+    curve = operating_curve(model, processor, records, smoke, verify_biases=(50.0,), n_boot=50)
     assert curve["n"] == 10 and curve["fork_reached"] == 0
     assert curve["margins"] == [None] * 10
     assert {(p["isr"], p["needless"]) for p in curve["points"]} == {(0.0, 0.0)}
