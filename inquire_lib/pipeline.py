@@ -129,7 +129,79 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
         current = res.path
         out.append(Round(r, current, len(labeller.states), sum(s["_off_path"] for s in labeller.states),
                          sum(e["success"] for e in played) / max(1, len(played)), time.time() - t0))
-    return current, out
+    return (publish_checkpoint(current, artifacts_dir(profile) / name / "final") if out else current), out
+
+
+def dagger_examples(profile: Profile, start: str, k: int = 3, seed: int = 0) -> list[dict]:
+    """A few states that the policy at `start` reaches off the expert's path on training tasks, each
+    with the expert's label (what DAgger adds to the data), screenshots as PIL images."""
+    import io as _io
+    import random as _random
+
+    from PIL import Image
+
+    from .training.dagger import Labeller, round_tasks
+
+    labeller = Labeller(profile, 1, 0.0, profile.seed)
+    model, processor = load_checkpoint(profile, start)
+    try:
+        episodes.run_episodes(labeller.wrap(episodes.model_policy(model, processor, profile)),
+                              round_tasks(profile, 1, min(profile.dagger_tasks, 16)), profile)
+    finally:
+        del model
+        gc.collect()
+    off = [s for s in labeller.states if s["_off_path"]]
+    picked = _random.Random(seed).sample(off, min(k, len(off)))
+    return [{"instruction": s["instruction"], "history": s["history"], "think": s["gold_think"],
+             "action": json.loads(s["gold_action"]), "screenshot": Image.open(_io.BytesIO(s["screenshot"]["bytes"]))}
+            for s in picked]
+
+
+def publish_checkpoint(source: str, final: Path) -> str:
+    """Copy a finished checkpoint folder (its completeness marker included) to `final`, atomically,
+    so that a stage of several rounds is one named checkpoint like the others."""
+    import shutil
+
+    from .runs.paths import atomic_dir
+
+    with atomic_dir(final) as tmp:
+        shutil.copytree(source, tmp, dirs_exist_ok=True)
+    return str(final)
+
+
+def sft_control(profile: Profile, start: str, name: str = "sft_more", steps: int | None = None):
+    """DAgger's equal-compute control: plain SFT from `start` on the expert's data only, for as many
+    steps as all DAgger rounds together, at DAgger's learning rate. A gain of DAgger over this
+    control is the data's, not the extra steps'."""
+    from .training.sft import _run_sft
+
+    steps = profile.dagger_rounds * profile.dagger_steps if steps is None else steps
+    return _run_sft(profile, start=start, out_dir=artifacts_dir(profile) / name, inquiry_fraction=1.0, steps=steps,
+                    lr=profile.dagger_lr, warmup=max(1, steps // 20), resume=True)
+
+
+def dagger_table(profile: Profile, start: str, rounds: list, control: str, tasks: list | None = None,
+                 out_root=None):
+    """Task-level SR per DAgger round beside round 0 (the start, plain SFT) and the equal-compute
+    control, on the held-out tasks, with Wilson 95% intervals and the recovery metrics: episodes that
+    entered a detour, and of those the share that still succeeded."""
+    import pandas as pd
+
+    tasks = tasks if tasks is not None else held_out_tasks(profile)
+    runs = [("sft_full", 0, start)] + [(f"sft_dagger_r{r.index}", r.index, r.path) for r in rounds]
+    runs.append(("sft_more", None, control))
+    rows = []
+    for name, index, path in runs:
+        m = evaluate_checkpoint_tasks(profile, name, tasks, out_root, path=path)
+        o = m["overall"]
+        played = episodes.load_trajectories(profile, name, out_root)
+        detoured = [e for e in played if e["detour"]]
+        rows.append({"checkpoint": name, "round": index, "sr": o["success_rate"]["value"],
+                     "sr_ci": f"{o['success_rate']['lo']:.2f}-{o['success_rate']['hi']:.2f}",
+                     "isr": o["isr"]["value"], "detour_rate": o["detour_rate"]["value"],
+                     "detoured": len(detoured), "detoured_success": sum(e["success"] for e in detoured),
+                     "unsafe_rate": o["unsafe_rate"]["value"], "needless_rate": o["needless_rate"]["value"]})
+    return pd.DataFrame(rows).set_index("checkpoint")
 
 
 def load_metrics(profile: Profile, names=None, kind: str = "step", out_root=None) -> list[dict]:

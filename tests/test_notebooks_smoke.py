@@ -17,6 +17,8 @@ import pytest
 
 from inquire_lib.runs import notebooks as runs
 from inquire_lib.profiles import get_profile
+
+SMOKE = get_profile("smoke")
 from inquire_lib.runs.records import REFERENCES
 from inquire_lib.training.selection import choose
 
@@ -119,6 +121,16 @@ def test_02_sft_metrics(smoke_run):
         assert json.loads(lines[0])["checkpoint"] == name
         assert metrics(smoke_run, f"step_{name}")["overall"]["n"] == len(lines)
     assert (smoke_run["repo"] / "figures" / "smoke" / "02_sft_full_loss.html").stat().st_size > 1000
+    # DAgger: round 0 (plain SFT), each round and the equal-compute control, on the same held-out tasks
+    rows = {r["checkpoint"]: r for r in m["dagger"]}
+    assert list(rows) == ["sft_full", *[f"sft_dagger_r{i}" for i in range(1, SMOKE.dagger_rounds + 1)], "sft_more"]
+    for name, r in rows.items():
+        task = metrics(smoke_run, f"task_{name}")["overall"]
+        assert r["sr"] == task["success_rate"]["value"] and task["success_rate"]["n"] == SMOKE.eval_tasks
+        assert 0 <= r["detoured_success"] <= r["detoured"] <= SMOKE.eval_tasks
+    assert [r["index"] for r in m["dagger_rounds"]] == list(range(1, SMOKE.dagger_rounds + 1))
+    assert all(r["states"] >= SMOKE.dagger_tasks and 0 <= r["off_path"] <= r["states"] for r in m["dagger_rounds"])
+    assert (smoke_run["root"] / "artifacts" / "smoke" / "sft_dagger" / "final" / "inquire_train.json").exists()
 
 
 def test_03_grpo_metrics(smoke_run):

@@ -20,7 +20,8 @@ OUTCOMES: tuple[str, ...] = ("correct", "missed_inquiry", "needless_inquiry", "w
                              "unparseable")
 FAILURES: tuple[str, ...] = OUTCOMES[1:]
 # trained checkpoints in training order (tables, the inspector), then the scripted reference policies
-ORDER: tuple[str, ...] = ("untrained", "base_agent", "sft_weak", "sft_full", "grpo_weak", "grpo_full", "grpo_task")
+ORDER: tuple[str, ...] = ("untrained", "base_agent", "sft_weak", "sft_full", "sft_dagger", "grpo_weak", "grpo_full",
+                          "grpo_task")
 REFERENCES: tuple[str, ...] = ("expert", "always_act", "always_ask", "random")
 METRIC_KINDS = ("step", "task", "selection")
 
