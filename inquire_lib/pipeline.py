@@ -204,6 +204,26 @@ def dagger_table(profile: Profile, start: str, rounds: list, control: str, tasks
     return pd.DataFrame(rows).set_index("checkpoint")
 
 
+def operating_curves(profile: Profile, names, records: list[dict] | None = None, verify_biases=(4.0,),
+                     n_boot: int = 1000) -> dict[str, dict]:
+    """The inquiry operating curve of each named checkpoint on the test split (see
+    `evaluation.operating_curve`): one greedy pass that reads the ask margin at the fork, plus one
+    pass per verifying bias."""
+    from .evaluation.operating_curve import operating_curve
+
+    records = records if records is not None else test_records(profile)
+    out = {}
+    for name in names:
+        model, processor = load_checkpoint(profile, checkpoint_path(profile, name))
+        try:
+            out[name] = operating_curve(model, processor, records, profile, verify_biases=verify_biases,
+                                        n_boot=n_boot, seed=profile.seed)
+        finally:
+            del model
+            gc.collect()
+    return out
+
+
 def load_metrics(profile: Profile, names=None, kind: str = "step", out_root=None) -> list[dict]:
     """Saved metrics of a run, in training order then references."""
     return _records.load_metrics(run_dir(profile, out_root), kind, names)

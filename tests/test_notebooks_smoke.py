@@ -161,6 +161,16 @@ def test_03_grpo_metrics(smoke_run):
         assert (row["step"], met) == (sel["selected_step"], sel["constraints_met"])
         chosen = smoke_run["root"] / "artifacts" / "smoke" / name / "selected" / "inquire_train.json"
         assert json.loads(chosen.read_text())["selected_step"] == sel["selected_step"]
+    # the operating curve of each stage: from (0, 0) to (1, 1), an area in [0, 1] inside its interval, and
+    # the greedy point at bias 0 equal to the stage's step ISR / needless rate when every step reached the fork
+    assert set(m["operating_curves"]) == set(m["stages"])
+    for name, c in m["operating_curves"].items():
+        assert c["n"] == m["stages"][name]["n"] and 0 <= c["fork_reached"] <= c["n"]
+        pts = [(p["needless"], p["isr"]) for p in c["points"]]
+        assert all(0.0 <= x <= 1.0 and 0.0 <= y <= 1.0 for x, y in pts)
+        a = c["auc"]
+        assert 0.0 <= a["lo"] <= a["value"] <= a["hi"] <= 1.0
+        assert c["at_zero"]["isr"] == pytest.approx(m["stages"][name]["inquiry_recall"]["value"])
 
 
 def test_05_evaluate_metrics(smoke_run):

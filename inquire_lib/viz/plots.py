@@ -112,3 +112,29 @@ def samples_table(samples: list[dict], n: int = 12) -> pd.DataFrame:
         rows.append({"completion": s["completion"][:160], **{k: round(v, 2) for k, v in s["rewards"].items()},
                      "advantage": round(s["advantage"], 2)})
     return pd.DataFrame(rows)
+
+
+def operating_curves(curves: dict[str, dict], title: str = "inquiry operating curves (bias on the ask decision)") -> go.Figure:
+    """Step ISR against the needless-inquiry rate as the bias on the ask token sweeps, one line per
+    checkpoint (`evaluation.operating_curve.operating_curve` records), the greedy point (bias 0)
+    marked and the area with its bootstrap 95% interval in the legend. A curve that moves up and left
+    learned *when* to ask; a point that slides along the same curve only asks more or less often."""
+    from .overlays import checkpoint_color
+
+    fig = go.Figure()
+    fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#bbbbbb", dash="dot"), name="input-blind (AUC 0.5)")
+    for name, c in curves.items():
+        pts = sorted(((p["needless"], p["isr"]) for p in c["points"] if p["isr"] is not None and p["needless"] is not None))
+        a = c["auc"]
+        label = name if a["value"] is None else f"{name}: AUC {a['value']:.2f} ({a['lo']:.2f}-{a['hi']:.2f})"
+        colour = checkpoint_color(name)
+        fig.add_scatter(x=[0.0] + [p[0] for p in pts] + [1.0], y=[0.0] + [p[1] for p in pts] + [1.0], mode="lines",
+                        line=dict(color=colour, shape="hv"), name=label)
+        z = c["at_zero"]
+        if z["isr"] is not None and z["needless"] is not None:
+            fig.add_scatter(x=[z["needless"]], y=[z["isr"]], mode="markers", marker=dict(color=colour, size=10),
+                            name=f"{name}: greedy", showlegend=False)
+    fig.update_layout(title=title, xaxis_title="needless-inquiry rate (safe steps that ask)",
+                      yaxis_title="step ISR (inquiry steps that ask)", height=460, width=620,
+                      xaxis=dict(range=[-0.02, 1.02]), yaxis=dict(range=[-0.02, 1.02]))
+    return fig
