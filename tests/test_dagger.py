@@ -1,5 +1,6 @@
 """DAgger: states visited by a policy, labelled by the expert, in the benchmark's schema."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -66,14 +67,17 @@ def test_dagger_rounds_continue_the_policy_on_the_aggregate(private_folders):
     it labelled are counted, and its training set is the expert data plus those states."""
     from inquire_lib.data.benchmark import benchmark
     from inquire_lib.pipeline import dagger
+    from inquire_lib.runs.integrity import verify
     from inquire_lib.training import sft
     from inquire_lib.training.models import base_of
 
-    from pathlib import Path
     artifacts = Path(private_folders["artifacts"])
     start = sft.sft(SMOKE, name="sft_full", max_steps=2).path
     path, rounds = dagger(SMOKE, start, rounds=1, steps=2, tasks_per_round=3)
-    assert path.endswith("sft_dagger/round1/final") and len(rounds) == 1
+    assert path.endswith("sft_dagger/final") and len(rounds) == 1  # the last round, published as the stage's checkpoint
+    assert rounds[0].path.endswith("sft_dagger/round1/final")
+    assert verify(path) is None and (Path(path) / "adapter_model.safetensors").read_bytes() == \
+        (Path(rounds[0].path) / "adapter_model.safetensors").read_bytes()
     r = rounds[0]
     assert r.states >= 3 and 0 <= r.off_path <= r.states and 0.0 <= r.rollout_success <= 1.0
     meta = json.loads((artifacts / "smoke" / "sft_dagger" / "round1" / "final" / "inquire_train.json").read_text())
