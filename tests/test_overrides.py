@@ -113,9 +113,9 @@ def test_cli_refuses_bad_settings_before_any_kernel(capsys, monkeypatch, tmp_pat
     monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path))
     assert cli.main(["run", "--profile", "smoke", "--set", "grpo_lrr=1e-4"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("error: unknown profile field 'grpo_lrr'") and "grpo_lr," in err
+    assert err.count("\n") == 1 and err.startswith("inquire run: unknown profile field 'grpo_lrr'") and "grpo_lr," in err
     assert cli.main(["run", "--profile", "smoke", "--set", "missed_penalty=high"]) == 2
-    assert capsys.readouterr().err == "error: profile field 'missed_penalty' takes a float, got 'high'\n"
+    assert capsys.readouterr().err == "inquire run: profile field 'missed_penalty' takes a float, got 'high'\n"
     assert cli.main(["run", "--profile", "nope"]) == 2
     assert "unknown profile 'nope'" in capsys.readouterr().err
     assert cli.main(["run", "--profile", "smoke", "--name", "../x"]) == 2
