@@ -46,7 +46,7 @@ def _build(args) -> int:
                          f"({build_estimate(args.tasks)})")
     check_output_dir(args.out, args.force)  # before the work, not after it
     print(build_estimate(args.tasks), file=sys.stderr)
-    dd = build_dataset(args.seed, args.tasks)
+    dd = build_dataset(args.seed, args.tasks, args.train_values)
     write_owned_dir(args.out, lambda tmp: write_dataset(dd, tmp), force=args.force)
     st = stats(dd)
     for split, s in st.items():
@@ -204,6 +204,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .world.values import TRAIN_VALUES
+
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of an error instead of one line")
@@ -217,6 +219,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True, help="a new or empty folder, or one an earlier build wrote")
     b.add_argument("--force", action="store_true",
                    help="write into a folder that holds other files, leaving them alone")
+    b.add_argument("--train-values", choices=TRAIN_VALUES, default="fixed",
+                   help="how training tasks draw slot values and phrasings (test and validation: the same either way)")
     b.set_defaults(fn=_build)
     v = sub.add_parser("validate", help="check an InquireMobile-format .jsonl file", parents=[debug])
     v.add_argument("file")

@@ -42,6 +42,28 @@ def test_build_twice_prints_the_same_fingerprint(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]
 
 
+def test_build_train_values(tmp_path, capsys):
+    """--train-values procedural changes the training split only; the default is "fixed"."""
+    assert cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(tmp_path / "F"), "--train-values", "fixed"]) == 0
+    fixed = _fingerprint_line(capsys.readouterr().out)
+    assert fixed == "fingerprint: c312df88948221a3"  # build_dataset(7, 60) before train_values existed
+    assert cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(tmp_path / "P"), "--train-values",
+                     "procedural"]) == 0
+    assert _fingerprint_line(capsys.readouterr().out) != fixed
+    a, b = datasets.load_from_disk(str(tmp_path / "F")), datasets.load_from_disk(str(tmp_path / "P"))
+    assert fingerprint(datasets.DatasetDict(test=a["test"])) == fingerprint(datasets.DatasetDict(test=b["test"]))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["build", "--out", str(tmp_path / "X"), "--train-values", "composed"])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_build_400_tasks_of_seed_7_keeps_its_fingerprint(tmp_path, capsys):
+    """The README's example build: its fingerprint is pinned (the default training values)."""
+    assert cli.main(["build", "--seed", "7", "--tasks", "400", "--out", str(tmp_path / "D")]) == 0
+    assert _fingerprint_line(capsys.readouterr().out) == "fingerprint: 95510773c73f1320"
+
+
 def test_validate_clean_fixture_exits_0(capsys):
     assert cli.main(["validate", str(TASKS)]) == 0
     out = capsys.readouterr().out

@@ -63,13 +63,16 @@ BASE_AGENT_VERSION = 1  # bump when the world, prompts or recipe change what the
 # own (cached under a hash of those overrides); any other override shares the profile's
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
-                     "sft_batch")
+                     "sft_batch", "train_values")
 
 
 def base_agent_dir(profile: Profile) -> Path:
     """Where the profile's base agent is cached: one per profile and seed, and one more per set of
-    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it)."""
+    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it). A `train_values`
+    other than the default names the folder too, however the profile was made."""
     name = f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
+    if profile.train_values != "fixed":
+        name += f"-{profile.train_values}"
     touched = {k: v for k, v in profile.overrides if k in BASE_AGENT_FIELDS}
     if touched:
         digest = hashlib.sha1(json.dumps(touched, sort_keys=True, default=str).encode()).hexdigest()[:10]
