@@ -59,6 +59,7 @@ class Profile:
     # trained once by `training.sft.base_agent` and cached; 0 steps means the checkpoint is the base ---
     base_agent_steps: int = 0
     base_agent_lr: float = 2e-3
+    base_agent_threads: int = 0  # torch threads for stage 0 (0: torch_threads)
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16
