@@ -1,4 +1,4 @@
-"""The `inquire` command: build, validate, run, report, profile, train, export.
+"""The `inquire` command: build, validate, run, report, profile, train, base-agent, export.
 
 Errors are one line on stderr naming the file, line and field, or the argument: exit code 2 for a
 usage error (a bad argument, a path that cannot be used), 1 for bad data (a malformed record, a
@@ -46,7 +46,7 @@ def _build(args) -> int:
                          f"({build_estimate(args.tasks)})")
     check_output_dir(args.out, args.force)  # before the work, not after it
     print(build_estimate(args.tasks), file=sys.stderr)
-    dd = build_dataset(args.seed, args.tasks)
+    dd = build_dataset(args.seed, args.tasks, args.train_values)
     write_owned_dir(args.out, lambda tmp: write_dataset(dd, tmp), force=args.force)
     st = stats(dd)
     for split, s in st.items():
@@ -186,6 +186,38 @@ def _train(args) -> int:
     return 0
 
 
+def _base_agent(args) -> int:
+    """Stage 0 alone: the shipped copy when its hashes match, else trained (`--rebuild`: trained here
+    in any case); `--export` writes it to assets/base_agents/ with its manifest."""
+    from pathlib import Path
+
+    from .profiles import OverrideError, apply_overrides, parse_overrides
+    from .training import shipped
+    from .training.models import model_path
+    from .training.sft import base_agent
+
+    profile = _profile_or_usage(args.profile)
+    try:
+        profile = apply_overrides(profile, parse_overrides(args.set))
+    except OverrideError as exc:
+        raise UsageError(str(exc)) from None
+    if profile.base_agent_steps <= 0:
+        raise UsageError(f"profile {profile.name} starts from {profile.model} (base_agent_steps is "
+                         f"{profile.base_agent_steps}); it has no stage 0")
+    path = base_agent(profile, rebuild=args.rebuild or None)
+    print(f"base agent: {path}")
+    if args.export:
+        if shipped.is_shipped_copy(path):
+            raise UsageError(f"{path} is an installed shipped copy, not one trained here; add --rebuild to train it")
+        sets = "".join(f" --set {item}" for item in args.set)
+        command = f"inquire base-agent --profile {profile.name}{sets} --rebuild --export"
+        m = shipped.export(path, model_path(profile), Path(path).name, command=command, seed=profile.seed,
+                           extra={"steps": profile.base_agent_steps, "lr": profile.base_agent_lr,
+                                  "train_values": profile.train_values})
+        print(f"exported {m['bytes']} bytes, sha256 {m['sha256']} to {shipped.SHIPPED_ROOT / m['name']}")
+    return 0
+
+
 def _export(args) -> int:
     from .training.export_verl import export_verl
     from .profiles import apply_overrides, get_profile, parse_overrides
@@ -204,6 +236,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from .world.values import TRAIN_VALUES
+
     debug = argparse.ArgumentParser(add_help=False)
     debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                        help="show the traceback of an error instead of one line")
@@ -217,6 +251,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--out", required=True, help="a new or empty folder, or one an earlier build wrote")
     b.add_argument("--force", action="store_true",
                    help="write into a folder that holds other files, leaving them alone")
+    b.add_argument("--train-values", choices=TRAIN_VALUES, default="fixed",
+                   help="how training tasks draw slot values and phrasings (test and validation: the same either way)")
     b.set_defaults(fn=_build)
     v = sub.add_parser("validate", help="check an InquireMobile-format .jsonl file", parents=[debug])
     v.add_argument("file")
@@ -262,6 +298,15 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--inquiry-fraction", type=float, default=None, help="sft: share of inquiry steps kept")
     t.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output folder")
     t.set_defaults(fn=_train)
+    ba = sub.add_parser("base-agent", help="stage 0: the base agent (a shipped copy if its hashes match, else trained)",
+                        parents=[debug])
+    ba.add_argument("--profile", default="cpu")
+    ba.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                    help="override a profile field, e.g. --set train_values=procedural")
+    ba.add_argument("--rebuild", action="store_true",
+                    help="train it here even when a copy is shipped (or was installed from one)")
+    ba.add_argument("--export", action="store_true", help="write it to assets/base_agents/ with its manifest")
+    ba.set_defaults(fn=_base_agent)
     e = sub.add_parser("export", help="write the GRPO prompts for another RL framework", parents=[debug])
     e.add_argument("--format", choices=["verl"], default="verl", help="verl / EasyR1 RL dataset parquet")
     e.add_argument("--profile", default="cpu")

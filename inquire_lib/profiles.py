@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from .world.values import TRAIN_VALUES
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -25,6 +27,11 @@ class Profile:
     train_tasks: int = 400
     test_tasks: int = 120
     val_tasks: int = 80  # validation: chooses among GRPO checkpoints, so the test split never does
+    # how the training split draws slot values and phrasings: "fixed" (the train pools and the
+    # templates' sentences) or "procedural" (open-ended composed values, composed phrasings; see
+    # `world.values`); test and validation splits are the same either way. The tiny model's tokenizer
+    # is built from training text of the same kind, and each setting has caches of its own.
+    train_values: str = "fixed"
     # --- model ---
     model: str = "tiny:cpu"  # "tiny:<size>" builds offline; anything else is a hub id or local path
     load_in_4bit: bool = False
@@ -52,6 +59,7 @@ class Profile:
     # trained once by `training.sft.base_agent` and cached; 0 steps means the checkpoint is the base ---
     base_agent_steps: int = 0
     base_agent_lr: float = 2e-3
+    base_agent_threads: int = 0  # torch threads for stage 0 (0: torch_threads)
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16
@@ -189,6 +197,8 @@ def get_profile(name: str | Profile, **overrides) -> Profile:
 # ------------------------------------------------------------------------------------ overrides
 # Fields an override may not touch: the name picks the profile, `overrides` records the others.
 _FIXED = ("name", "overrides")
+# str fields that take one of a few words
+CHOICES: dict[str, tuple[str, ...]] = {"train_values": TRAIN_VALUES}
 _BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -243,6 +253,10 @@ def check_override(key: str, value: Any) -> Any:
             raise _bad(key, "a float", value)
         return float(value)
     if kind == "str":
+        if key in CHOICES:
+            if value not in CHOICES[key]:
+                raise _bad(key, "one of " + ", ".join(CHOICES[key]), value)
+            return value
         if not isinstance(value, str) or not value:
             raise _bad(key, "a non-empty str", value)
         return value

@@ -9,6 +9,7 @@ import datasets
 import pytest
 
 from inquire_lib import cli
+from inquire_lib.profiles import apply_overrides
 from inquire_lib.data.benchmark import fingerprint
 from inquire_lib.data.external import SAMPLES_DIR
 
@@ -40,6 +41,28 @@ def test_build_twice_prints_the_same_fingerprint(tmp_path, capsys):
     assert line == f"fingerprint: {fingerprint(datasets.load_from_disk(str(out)))}"
     assert json.loads((out / "inquirebench.json").read_text())["fingerprint"] == line.split()[1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["D"]
+
+
+def test_build_train_values(tmp_path, capsys):
+    """--train-values procedural changes the training split only; the default is "fixed"."""
+    assert cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(tmp_path / "F"), "--train-values", "fixed"]) == 0
+    fixed = _fingerprint_line(capsys.readouterr().out)
+    assert fixed == "fingerprint: c312df88948221a3"  # build_dataset(7, 60) before train_values existed
+    assert cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(tmp_path / "P"), "--train-values",
+                     "procedural"]) == 0
+    assert _fingerprint_line(capsys.readouterr().out) != fixed
+    a, b = datasets.load_from_disk(str(tmp_path / "F")), datasets.load_from_disk(str(tmp_path / "P"))
+    assert fingerprint(datasets.DatasetDict(test=a["test"])) == fingerprint(datasets.DatasetDict(test=b["test"]))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["build", "--out", str(tmp_path / "X"), "--train-values", "composed"])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_build_400_tasks_of_seed_7_keeps_its_fingerprint(tmp_path, capsys):
+    """The README's example build: its fingerprint is pinned (the default training values)."""
+    assert cli.main(["build", "--seed", "7", "--tasks", "400", "--out", str(tmp_path / "D")]) == 0
+    assert _fingerprint_line(capsys.readouterr().out) == "fingerprint: 95510773c73f1320"
 
 
 def test_validate_clean_fixture_exits_0(capsys):
@@ -99,3 +122,46 @@ def test_profile_prints_settings(capsys):
     assert cli.main(["profile", "smoke"]) == 0
     settings = json.loads(capsys.readouterr().out)
     assert settings["name"] == "smoke" and settings["train_tasks"] == 24 and settings["test_tasks"] == 12
+
+
+def test_base_agent_command(tmp_path, capsys, monkeypatch):
+    """`inquire base-agent`: stage 0 alone (the shipped copy or trained), --export writes the shipped
+    copy with its manifest; refusals are one line."""
+    from inquire_lib.training import sft, shipped
+
+    monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path / "assets")
+    calls = []
+
+    def fake_base_agent(profile, rebuild=None):
+        calls.append((profile.name, profile.train_values, rebuild))
+        out = tmp_path / "cache" / sft.base_agent_dir(profile).name
+        out.mkdir(parents=True, exist_ok=True)
+        (out / shipped.WEIGHTS).write_bytes(b"weights")
+        (out / "config.json").write_text("{}")
+        return str(out)
+
+    monkeypatch.setattr(sft, "base_agent", fake_base_agent)
+    monkeypatch.setattr("inquire_lib.training.models.model_path", lambda _p: str(tmp_path / "tok"))
+    (tmp_path / "tok").mkdir()
+    (tmp_path / "tok" / "tokenizer.json").write_text("{}")
+
+    assert cli.main(["base-agent", "--profile", "smoke"]) == 0
+    assert capsys.readouterr().out.startswith("base agent: ")
+    assert cli.main(["base-agent", "--profile", "smoke", "--set", "train_values=procedural", "--rebuild",
+                     "--export"]) == 0
+    out = capsys.readouterr().out
+    assert calls == [("smoke", "fixed", None), ("smoke", "procedural", True)]
+    name = sft.base_agent_dir(apply_overrides("smoke", {"train_values": "procedural"})).name
+    manifest = json.loads((tmp_path / "assets" / name / "manifest.json").read_text())
+    assert f"sha256 {manifest['sha256']}" in out and manifest["train_values"] == "procedural"
+    assert manifest["command"] == "inquire base-agent --profile smoke --set train_values=procedural --rebuild --export"
+
+    for argv, pattern in [
+        (["base-agent", "--profile", "nope"], r"^inquire base-agent: unknown profile 'nope'; choose one of "),
+        (["base-agent", "--profile", "gpu"], r"^inquire base-agent: profile gpu starts from .* it has no stage 0$"),
+        (["base-agent", "--profile", "smoke", "--set", "train_values=x"],
+         r"^inquire base-agent: profile field 'train_values' takes one of fixed, procedural, got 'x'$"),
+    ]:
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and re.match(pattern, err), err

@@ -212,3 +212,54 @@ def test_validation_tasks_use_held_out_values_and_phrasings():
     templates = {generate_task(random.Random(f"inquirebench:0:validation:{i}"), "validation", f"v{i}", i).template
                  for i in range(0, 400, 2)}
     assert any(t.endswith(":3") for t in templates)  # the phrasing held out of training appears
+
+
+# ------------------------------------------------------------------- train_values
+# fingerprints of build_dataset(7, 60) taken before train_values existed: the default must not move
+FIXED_7_60 = {"all": "c312df88948221a3", "train": "fd8f45a61c690c33", "test": "6819030ae6f13681"}
+
+
+def _split_fp(dd, split: str) -> str:
+    return data.fingerprint(datasets.DatasetDict({split: dd[split]}))
+
+
+def test_default_build_is_unchanged(dd):
+    assert data.fingerprint(dd) == FIXED_7_60["all"]
+    assert {s: _split_fp(dd, s) for s in ("train", "test")} == {s: FIXED_7_60[s] for s in ("train", "test")}
+    assert data.fingerprint(data.build_dataset(7, 60, "fixed")) == FIXED_7_60["all"]
+
+
+def test_procedural_build_changes_only_the_training_split(dd):
+    proc = data.build_dataset(7, 60, "procedural")
+    assert _split_fp(proc, "test") == FIXED_7_60["test"]
+    assert _split_fp(proc, "train") != FIXED_7_60["train"]
+    tasks = lambda ds: dict(zip(ds["task_id"], ds["template"]))  # noqa: E731 (steps per task may differ)
+    assert tasks(proc["train"]) == tasks(dd["train"])
+    assert proc["train"]["instruction"] != dd["train"]["instruction"]
+    with pytest.raises(ValueError, match="train_values"):
+        data.build_dataset(7, 2, "composed")
+
+
+def test_each_train_values_has_a_cache_of_its_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    fixed, proc = data.load_or_build(2, 6), data.load_or_build(2, 6, "procedural")
+    names = sorted(p.name for p in (tmp_path / "data").iterdir())
+    assert names == [f"inquirebench-v{data.DATA_VERSION}-s2-n6", f"inquirebench-v{data.DATA_VERSION}-s2-n6-procedural"]
+    assert fixed["train"]["instruction"] != proc["train"]["instruction"]
+    assert fixed["test"]["instruction"] == proc["test"]["instruction"]
+    monkeypatch.setattr(data, "build_dataset", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("rebuilt")))
+    assert data.load_or_build(2, 6, "procedural")["train"]["instruction"] == proc["train"]["instruction"]
+
+
+def test_benchmark_and_training_tasks_follow_the_profile(monkeypatch):
+    from inquire_lib.profiles import apply_overrides
+    from inquire_lib.training.dagger import round_tasks
+
+    seen = []
+    monkeypatch.setattr(data, "load_or_build", lambda *a: seen.append(a))
+    smoke = apply_overrides("smoke", {"train_values": "procedural"})
+    data.benchmark(smoke)
+    data.benchmark(apply_overrides("smoke", {}))
+    assert seen == [(0, 36, "procedural"), (0, 36, "fixed")]
+    assert round_tasks(smoke, 1, 2) == data.generate_tasks(0, "train", 2, "procedural")
+    assert round_tasks(smoke, 1, 2) != data.generate_tasks(0, "train", 2)

@@ -59,6 +59,43 @@ def test_build_is_cached_and_not_rebuilt(cache):
     assert [p.name for p in (root / "models").iterdir()] == ["tiny-smoke-s0"]
 
 
+# sha256 (first 16 hex digits) of the default smoke tiny model's files, taken before train_values
+# existed: the default tokenizer and weights must not move
+DEFAULT_SMOKE_FILES = {"tokenizer.json": "b4a3954b7b39e099", "model.safetensors": "06b93e6512db03ac",
+                       "inquire_tiny.json": "38dfe08cc60fd5d5", "config.json": "b2aba9b78da186eb"}
+
+
+def _sha16(path) -> str:
+    import hashlib
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def test_default_tiny_model_is_unchanged(cache):
+    from pathlib import Path
+    _, path = cache
+    assert {name: _sha16(Path(path) / name) for name in DEFAULT_SMOKE_FILES} == DEFAULT_SMOKE_FILES
+
+
+def test_procedural_train_values_get_a_tokenizer_and_cache_of_their_own(tmp_path, monkeypatch):
+    """The tokenizer learns from the kind of training text the model will see; the two settings never
+    share a cache folder."""
+    from pathlib import Path
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    torch.set_num_threads(1)
+    proc = models.model_path(SMOKE.replace(train_values="procedural"))
+    assert proc == str(tmp_path / "models" / "tiny-smoke-s0-procedural")
+    assert models.tiny_dir(SMOKE) == tmp_path / "models" / "tiny-smoke-s0"
+    assert _sha16(Path(proc) / "tokenizer.json") != DEFAULT_SMOKE_FILES["tokenizer.json"]
+    assert '"train_values": "procedural"' in (Path(proc) / "inquire_tiny.json").read_text()
+
+
+def test_the_tokenizer_corpus_follows_train_values():
+    fixed, proc = models._corpus(n_tasks=6), models._corpus(n_tasks=6, train_values="procedural")
+    assert fixed[0] == proc[0]  # the system prompt
+    assert fixed != proc
+    assert models._corpus(n_tasks=6, train_values="fixed") == fixed
+
+
 def test_screen_becomes_32_image_tokens(cache):
     _, path = cache
     proc = models.load_processor(path, SMOKE)

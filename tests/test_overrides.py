@@ -109,6 +109,21 @@ def test_base_agent_is_shared_unless_an_override_shapes_it(monkeypatch, tmp_path
     assert base_agent_dir(get_profile("smoke").replace(use_a11y=False)) == plain
 
 
+def test_train_values_is_checked_and_shapes_the_base_agent(monkeypatch, tmp_path):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    assert get_profile("cpu").train_values == get_profile("smoke").train_values == "fixed"
+    assert parse_overrides(["train_values=procedural"]) == {"train_values": "procedural"}
+    with pytest.raises(OverrideError, match=r"^profile field 'train_values' takes one of fixed, procedural, got 'x'$"):
+        parse_overrides(["train_values=x"])
+    plain = base_agent_dir(get_profile("smoke"))
+    assert base_agent_dir(apply_overrides("smoke", {"train_values": "fixed"})) != plain  # an override of a shaping field
+    proc = base_agent_dir(apply_overrides("smoke", {"train_values": "procedural"}))
+    assert proc.name.startswith(plain.name + "-procedural-o")
+    # however the profile was made, the two settings never share a base agent
+    assert base_agent_dir(get_profile("smoke").replace(train_values="procedural")) == plain.with_name(
+        plain.name + "-procedural")
+
+
 def test_cli_refuses_bad_settings_before_any_kernel(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path))
     assert cli.main(["run", "--profile", "smoke", "--set", "grpo_lrr=1e-4"]) == 2

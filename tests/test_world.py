@@ -20,7 +20,7 @@ from inquire_lib.world.env import NEEDLESS_REPLY, PhoneEnv
 from inquire_lib.world.expert import expert_act, run_expert
 from inquire_lib.world.render import render
 from inquire_lib.world.tasks import BUILDERS, PHRASINGS, SAFE_BUILDERS
-from inquire_lib.world.values import POOLS, Values
+from inquire_lib.world.values import POOLS, TRAIN_VALUES, Values, is_held_out, procedural
 
 SEED = 0
 
@@ -28,6 +28,12 @@ SEED = 0
 @pytest.fixture(scope="module")
 def tasks():
     return generate_tasks(SEED, "train", 400) + generate_tasks(SEED, "test", 100)
+
+
+@pytest.fixture(scope="module")
+def procedural_tasks():
+    """The same tasks with train_values="procedural" (open-ended training values and phrasings)."""
+    return generate_tasks(SEED, "train", 400, "procedural") + generate_tasks(SEED, "test", 100, "procedural")
 
 
 def play(env: PhoneEnv, task, policy) -> dict:
@@ -363,6 +369,27 @@ def _without(text: str, values) -> str:
 
 
 def test_test_split_uses_held_out_values(tasks):
+    train, test = _check_held_out_values(tasks)
+    # amounts written as $N come from the split's own pool
+    for split, group in ((0, train), (1, test)):
+        for t in group:
+            for amount in re.findall(r"\$(\d+)\b", t.instruction):
+                assert int(amount) in POOLS["amount"][split], (t.task_id, t.instruction)
+
+
+def test_test_split_uses_held_out_values_with_procedural_training_values(procedural_tasks):
+    train, test = _check_held_out_values(procedural_tasks)
+    # amounts written as $N: the test's from the held-out pool, training's (procedural) never from it
+    for t in test:
+        for amount in re.findall(r"\$(\d+)\b", t.instruction):
+            assert int(amount) in POOLS["amount"][1], (t.task_id, t.instruction)
+    for t in train:
+        for amount in re.findall(r"\$(\d+)\b", t.instruction):
+            assert int(amount) not in POOLS["amount"][1], (t.task_id, t.instruction)
+
+
+def _check_held_out_values(tasks):
+    """Test instructions name held-out values and no training one; training instructions no held-out one."""
     train = [t for t in tasks if t.task_id.startswith("train")]
     test = [t for t in tasks if t.task_id.startswith("test")]
     assert (len(train), len(test)) == (400, 100)
@@ -376,29 +403,27 @@ def test_test_split_uses_held_out_values(tasks):
             assert not _mentions(_without(t.instruction, own["train"]), test_vals), (pool, t.instruction)
     with_held_out = sum(bool(_mentions(t.instruction, own["test"])) for t in test)
     assert with_held_out >= 0.6 * len(test)
-    # amounts written as $N come from the split's own pool
-    for split, group in ((0, train), (1, test)):
-        for t in group:
-            for amount in re.findall(r"\$(\d+)\b", t.instruction):
-                assert int(amount) in POOLS["amount"][split], (t.task_id, t.instruction)
+    return train, test
 
 
 _DIGEST = (
-    "import hashlib, random\n"
+    "import hashlib, random, sys\n"
     "from inquire_lib.world.tasks import generate_task\n"
-    "tasks = [generate_task(random.Random(f'inquirebench:0:{s}:{i}'), s, f'{s}-0-{i:05d}', i)\n"
+    "tasks = [generate_task(random.Random(f'inquirebench:0:{s}:{i}'), s, f'{s}-0-{i:05d}', i, sys.argv[1])\n"
     "         for s, n in (('train', 400), ('test', 100)) for i in range(n)]\n"
     "print(hashlib.sha256(repr(tasks).encode()).hexdigest())\n"
 )
 
 
-def test_generation_does_not_depend_on_the_hash_seed(tasks):
+@pytest.mark.parametrize("train_values", TRAIN_VALUES)
+def test_generation_does_not_depend_on_the_hash_seed(train_values, request):
     """Same seed, same tasks in every process: nothing may iterate over a set of strings, whose
     order changes with PYTHONHASHSEED."""
+    tasks = request.getfixturevalue("tasks" if train_values == "fixed" else "procedural_tasks")
     digests = set()
     for hash_seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        out = subprocess.run([sys.executable, "-c", _DIGEST], env=env, capture_output=True, text=True,
+        out = subprocess.run([sys.executable, "-c", _DIGEST, train_values], env=env, capture_output=True, text=True,
                              check=True, timeout=120)
         digests.add(out.stdout.strip())
     assert len(digests) == 1, "task generation changes with PYTHONHASHSEED"
@@ -410,3 +435,99 @@ def test_generation_is_deterministic():
     assert [(t.task_id, t.instruction, t.steps) for t in a] == [(t.task_id, t.instruction, t.steps) for t in b]
     c = generate_tasks(6, "test", 30)
     assert [t.instruction for t in a] != [t.instruction for t in c]
+
+
+# ------------------------------------------------------------------- procedural training values
+@pytest.mark.parametrize("pool", sorted(POOLS))
+def test_procedural_values_never_hold_out_values(pool):
+    rng = random.Random(pool)
+    held_out = [str(v) for p, (_, test) in POOLS.items() for v in test if p not in ("amount", "time")]
+    for _ in range(3000):
+        value = procedural(pool, rng)
+        assert value not in POOLS[pool][1], (pool, value)
+        assert not is_held_out(pool, value), (pool, value)
+        if pool not in ("amount", "time"):
+            assert not _mentions(str(value), held_out), (pool, value)
+
+
+def test_training_values_are_open_ended(procedural_tasks):
+    """Memorising cannot work: most training names and typed texts are drawn once or twice, not from
+    a few dozen fixed values."""
+    train = [t for t in procedural_tasks if t.task_id.startswith("train")]
+    typed = [s.action.text for t in train for s in t.steps if s.action.type == "type"]
+    assert len(set(typed)) >= 0.7 * len(typed)
+    fixed = {str(v) for p in ("item", "note", "place", "amount") for v in POOLS[p][0]}
+    assert sum(text in fixed for text in typed) <= 0.4 * len(typed)
+
+
+def test_fixed_training_values_repeat_from_the_train_pools(tasks):
+    """The default ("fixed"): typed training texts repeat, mostly values of the fixed train pools."""
+    train = [t for t in tasks if t.task_id.startswith("train")]
+    typed = [s.action.text for t in train for s in t.steps if s.action.type == "type"]
+    assert len(set(typed)) <= 0.5 * len(typed)
+    fixed = {str(v) for p in ("item", "note", "place", "amount") for v in POOLS[p][0]}
+    assert sum(text in fixed for text in typed) >= 0.7 * len(typed)
+
+
+def test_training_values_are_typed_and_clicked_where_the_instruction_says(procedural_tasks):
+    """The composed values flow through the templates: a safe message types exactly what its
+    instruction says."""
+    checked = 0
+    for t in procedural_tasks:
+        if t.template.startswith("safe_message") and t.task_id.startswith("train"):
+            note = next(s.action.text for s in t.steps if s.action.type == "type")
+            assert note in t.instruction
+            checked += 1
+    assert checked
+
+
+def test_training_phrasings_are_composed_but_never_held_out(procedural_tasks):
+    from inquire_lib.world.tasks import compose_phrasing
+    train = [t for t in procedural_tasks if t.task_id.startswith("train")]
+    assert not any(t.template.endswith(f":{PHRASINGS - 1}") for t in train)
+    named = sum(t.app.lower() in t.instruction.lower() for t in train)
+    assert named >= 0.5 * len(train)  # the app is often named in words of its own
+    rng = random.Random(0)
+    variants = {compose_phrasing(rng, "Check my Wallet balance.", "Wallet") for _ in range(200)}
+    assert len(variants) >= 20 and "Check my Wallet balance." in variants
+    assert all("wallet balance" in v.lower() for v in variants)
+
+
+def test_unknown_train_values_are_refused():
+    with pytest.raises(ValueError, match="train_values"):
+        generate_tasks(SEED, "train", 1, "composed")
+    with pytest.raises(ValueError, match="train_values"):
+        Values(random.Random(0), "test", "composed")
+
+
+# digests of repr(task) for seed 0 (2,120 tasks: 1,696 train, 424 test, 80 validation). The held-out
+# splits were taken before procedural training values existed and must stay byte-identical under
+# either setting; the default ("fixed") training split must stay as it was, and "procedural" changes
+# the training split alone.
+SPLIT_DIGESTS = {
+    ("test", "fixed"): (424, "dc61d0a10e928103"), ("test", "procedural"): (424, "dc61d0a10e928103"),
+    ("validation", "fixed"): (80, "0f1622813d6b6e8d"), ("validation", "procedural"): (80, "0f1622813d6b6e8d"),
+    ("train", "fixed"): (1696, "0e850e8f12ddffe0"), ("train", "procedural"): (1696, "31a47205030ed3d2"),
+}
+
+
+@pytest.mark.parametrize("split,train_values", sorted(SPLIT_DIGESTS))
+def test_splits_of_seed_0_are_pinned(split, train_values):
+    from inquire_lib.world.tasks import generate_task
+    n, digest = SPLIT_DIGESTS[split, train_values]
+    got = [generate_task(random.Random(f"inquirebench:0:{split}:{i}"), split, f"{split}-0-{i:05d}", i, train_values)
+           for i in range(n)]
+    assert hashlib.sha256(repr(got).encode()).hexdigest()[:16] == digest
+    assert got == generate_tasks(0, split, n, train_values)  # the data layer draws the same tasks
+
+
+def test_procedural_changes_the_training_tasks_but_not_their_kind(tasks, procedural_tasks):
+    """Same ids, templates and sub-categories in both settings (drawn before any value); the training
+    instructions differ, the test tasks are equal."""
+    for a, b in zip(tasks, procedural_tasks):
+        assert (a.task_id, a.template, a.category, a.subcategory, a.app) == (b.task_id, b.template, b.category,
+                                                                              b.subcategory, b.app)
+        if a.task_id.startswith("test"):
+            assert a == b
+    differ = sum(a.instruction != b.instruction for a, b in zip(tasks[:400], procedural_tasks[:400]))
+    assert differ >= 0.8 * 400

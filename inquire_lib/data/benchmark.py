@@ -3,6 +3,9 @@
 `build_dataset(seed, n_tasks)` is deterministic: every task draws from its own RNG seeded by
 (seed, split, index), so the same seed gives the same bytes and the same fingerprint. The test split
 uses held-out slot values and includes each sub-category's held-out phrasing (see `world.tasks`).
+`train_values` ("fixed", the default, or "procedural"; a profile's field of that name) says how the
+training split draws its slot values and phrasings; the test and validation splits are the same
+either way, and a procedural build is cached under a name of its own.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from ..world.expert import run_expert
 from ..world.flow import Task
 from ..world.render import render
 from ..world.tasks import generate_task
+from ..world.values import check_train_values
 
 TEST_FRACTION = 0.2
 # bump when generation changes, so that cached builds of older code are never served
@@ -63,16 +67,16 @@ def split_sizes(n_tasks: int) -> dict[str, int]:
     return {"train": n_tasks - n_test, "test": n_test}
 
 
-def task_at(seed: int, split: str, index: int) -> Task:
+def task_at(seed: int, split: str, index: int, train_values: str = "fixed") -> Task:
     """Task `index` of a split, seeded by (seed, split, index) alone, so it needs none of the tasks
     before it."""
     return generate_task(random.Random(f"inquirebench:{seed}:{split}:{index}"), split,
-                         f"{split}-{seed}-{index:05d}", index)
+                         f"{split}-{seed}-{index:05d}", index, train_values)
 
 
-def generate_tasks(seed: int, split: str, n: int) -> list[Task]:
+def generate_tasks(seed: int, split: str, n: int, train_values: str = "fixed") -> list[Task]:
     """The first `n` tasks of a split."""
-    return [task_at(seed, split, i) for i in range(n)]
+    return [task_at(seed, split, i, train_values) for i in range(n)]
 
 
 def task_records(task: Task, env: PhoneEnv | None = None) -> list[dict]:
@@ -97,11 +101,11 @@ def task_records(task: Task, env: PhoneEnv | None = None) -> list[dict]:
     return out
 
 
-def build_dataset(seed: int, n_tasks: int) -> datasets.DatasetDict:
+def build_dataset(seed: int, n_tasks: int, train_values: str = "fixed") -> datasets.DatasetDict:
     env = PhoneEnv()
     splits = {}
     for split, n in split_sizes(n_tasks).items():
-        rows = [rec for task in generate_tasks(seed, split, n) for rec in task_records(task, env)]
+        rows = [rec for task in generate_tasks(seed, split, n, train_values) for rec in task_records(task, env)]
         splits[split] = datasets.Dataset.from_list(rows, features=FEATURES)
     return datasets.DatasetDict(splits)
 
@@ -165,12 +169,19 @@ def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
     return Path(out)
 
 
-def load_or_build(seed: int, n_tasks: int) -> datasets.DatasetDict:
-    """The generated benchmark for (seed, n_tasks), cached on disk after the first build."""
-    path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-n{n_tasks}"
+def dataset_dir(seed: int, n_tasks: int, train_values: str = "fixed") -> Path:
+    """The cache folder of a build: the default ("fixed") keeps the name it always had, any other
+    `train_values` adds its own suffix, so that two settings never share a cache."""
+    suffix = "" if check_train_values(train_values) == "fixed" else f"-{train_values}"
+    return cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-n{n_tasks}{suffix}"
+
+
+def load_or_build(seed: int, n_tasks: int, train_values: str = "fixed") -> datasets.DatasetDict:
+    """The generated benchmark for (seed, n_tasks, train_values), cached on disk after the first build."""
+    path = dataset_dir(seed, n_tasks, train_values)
     if check_cache(path, adopt=lambda: _fingerprint_matches(path)):
         return datasets.load_from_disk(str(path))
-    save_dataset(build_dataset(seed, n_tasks), path)
+    save_dataset(build_dataset(seed, n_tasks, train_values), path)
     return datasets.load_from_disk(str(path))
 
 
@@ -212,8 +223,9 @@ def screen_png(screen: Screen) -> dict:
 
 # ------------------------------------------------------------------- what each stage reads
 def benchmark(profile: Profile) -> datasets.DatasetDict:
-    """The profile's benchmark: `train_tasks + test_tasks` tasks of its seed, train and test splits."""
-    return load_or_build(profile.seed, profile.train_tasks + profile.test_tasks)
+    """The profile's benchmark: `train_tasks + test_tasks` tasks of its seed, train and test splits,
+    the training split drawn as its `train_values` says."""
+    return load_or_build(profile.seed, profile.train_tasks + profile.test_tasks, profile.train_values)
 
 
 def test_records(profile: Profile, ds=None) -> list[dict]:

@@ -110,7 +110,7 @@ def round_tasks(profile: Profile, round_index: int, per_round: int) -> list:
     """The training tasks rolled out in round `round_index` (1-based): consecutive blocks of the
     training split, a new block each round."""
     first = ((round_index - 1) * per_round) % max(1, profile.train_tasks - per_round)
-    return [task_at(profile.seed, "train", i) for i in range(first, first + per_round)]
+    return [task_at(profile.seed, "train", i, profile.train_values) for i in range(first, first + per_round)]
 
 
 def to_dataset(states: list[dict]) -> datasets.Dataset:

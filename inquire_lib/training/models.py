@@ -37,15 +37,16 @@ def _slot_tokens() -> list[str]:
     return [f"<{s}>" for s in SLOT_IDS]
 
 
-def _corpus(n_tasks: int = 600, seed: int = 12345) -> list[str]:
-    """World text for the tokenizer: prompts and expert completions of generated tasks (train pools)."""
+def _corpus(n_tasks: int = 600, seed: int = 12345, train_values: str = "fixed") -> list[str]:
+    """World text for the tokenizer: prompts and expert completions of generated training tasks,
+    drawn as `train_values` says (the text the model will be trained on)."""
     from ..data.benchmark import generate_tasks
     from ..agent.prompts import completion_text, system_prompt, user_text
     from ..world.env import PhoneEnv
     from ..world.expert import run_expert
 
     env, lines = PhoneEnv(), [system_prompt()]
-    for task in generate_tasks(seed, "train", n_tasks):
+    for task in generate_tasks(seed, "train", n_tasks, train_values):
         for r in run_expert(env, task):
             rec = {"instruction": task.instruction, "history": r["history"], "a11y": r["screen"].a11y()}
             lines.append(user_text(rec, use_a11y=True, n_images=2))
@@ -53,7 +54,7 @@ def _corpus(n_tasks: int = 600, seed: int = 12345) -> list[str]:
     return lines
 
 
-def build_tokenizer(vocab_size: int):
+def build_tokenizer(vocab_size: int, train_values: str = "fixed"):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -62,7 +63,7 @@ def build_tokenizer(vocab_size: int):
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tok.train_from_iterator(_corpus(), trainer=trainer)
+    tok.train_from_iterator(_corpus(train_values=train_values), trainer=trainer)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                    unk_token=None, model_max_length=4096)
     fast.add_tokens(MARKERS + _slot_tokens())  # ordinary added tokens: they survive skip_special_tokens
@@ -91,7 +92,7 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     profile = profile or get_profile("smoke" if size == "smoke" else "cpu")
     torch.manual_seed(seed)
     random.seed(seed)
-    tok = build_tokenizer(spec["vocab"])
+    tok = build_tokenizer(spec["vocab"], profile.train_values)
     image_proc = Qwen2VLImageProcessor(min_pixels=profile.min_pixels, max_pixels=profile.max_pixels,
                                        size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels})
     processor = Qwen2_5_VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=Qwen2VLVideoProcessor(),
@@ -121,16 +122,26 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
-        (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec}))
+        # train_values only when not the default, so that a default build stays byte-identical
+        extra = {} if profile.train_values == "fixed" else {"train_values": profile.train_values}
+        (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec, **extra}))
         write_marker(tmp)
     return out_dir
+
+
+def tiny_dir(profile: Profile) -> Path:
+    """The tiny model's cache folder: one per size, seed and `train_values` (the tokenizer is built
+    from that kind of training text); the default "fixed" keeps the name it always had."""
+    size = profile.model.split(":", 1)[1]
+    suffix = "" if profile.train_values == "fixed" else f"-{profile.train_values}"
+    return cache_dir() / "models" / f"tiny-{size}-s{profile.seed}{suffix}"
 
 
 def model_path(profile: Profile) -> str:
     """Where the profile's base model lives: the tiny cache folder, or the hub id / local path."""
     if profile.is_tiny:
         size = profile.model.split(":", 1)[1]
-        return str(build_tiny_model(cache_dir() / "models" / f"tiny-{size}-s{profile.seed}", size, profile.seed, profile))
+        return str(build_tiny_model(tiny_dir(profile), size, profile.seed, profile))
     from .devices import resolve_model
     return resolve_model(profile)
 

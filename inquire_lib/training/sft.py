@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -63,13 +64,16 @@ BASE_AGENT_VERSION = 1  # bump when the world, prompts or recipe change what the
 # own (cached under a hash of those overrides); any other override shares the profile's
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
-                     "sft_batch")
+                     "sft_batch", "train_values")
 
 
 def base_agent_dir(profile: Profile) -> Path:
     """Where the profile's base agent is cached: one per profile and seed, and one more per set of
-    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it)."""
+    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it). A `train_values`
+    other than the default names the folder too, however the profile was made."""
     name = f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
+    if profile.train_values != "fixed":
+        name += f"-{profile.train_values}"
     touched = {k: v for k, v in profile.overrides if k in BASE_AGENT_FIELDS}
     if touched:
         digest = hashlib.sha1(json.dumps(touched, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -77,20 +81,34 @@ def base_agent_dir(profile: Profile) -> Path:
     return cache_dir() / "models" / name
 
 
-def base_agent(profile: str | Profile, progress_callbacks=None) -> str | None:
+def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | None = None) -> str | None:
     """Stage 0: the cached base agent, trained once (full weights, no LoRA) on every gold step
     except the inquiries, so it acts well and never asks, as a pretrained GUI model does before the
-    inquiry recipe. Returns its path, or None when the profile starts from a real checkpoint."""
+    inquiry recipe. A copy shipped in `assets/base_agents/` (see `shipped`) is installed when its
+    hashes match, unless `rebuild` (default: $INQUIRE_REBUILD_BASE_AGENT set, not 0) asks to train it here,
+    which also sets aside a shipped copy installed earlier. Trained with `base_agent_threads` torch
+    threads (0: `torch_threads`). Returns its path, or None when the profile starts from a real checkpoint."""
     profile = get_profile(profile)
     if profile.base_agent_steps <= 0:
         return None
-    from ..runs.integrity import check_cache
+    from ..runs.integrity import check_cache, is_complete
+    from . import shipped
     from .weights import check_weights
 
+    if rebuild is None:
+        rebuild = os.environ.get("INQUIRE_REBUILD_BASE_AGENT", "") not in ("", "0")
     path = base_agent_dir(profile)
-    if check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0):
+    if (check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0)
+            and not (rebuild and shipped.is_shipped_copy(path))):
         return str(path)
-    plain = profile.replace(lora=False, load_in_4bit=False)
+    if not rebuild:
+        if is_main_process():
+            shipped.install(path.name, model_path(profile), path)
+        wait_for_everyone()
+        if is_complete(path) and shipped.is_shipped_copy(path):
+            return str(path)
+    plain = profile.replace(lora=False, load_in_4bit=False,
+                            torch_threads=profile.base_agent_threads or profile.torch_threads)
     res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
@@ -139,5 +157,5 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
     final, seconds = fit(trainer, out_dir, resume, meta=lambda _folder, seconds: {
         "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
         "start": start or model_path(profile), "base": base, "seconds": seconds,
-        "n_examples": len(train), "steps": steps, "config": record})
+        "n_examples": len(train), "steps": steps, "config": record, "torch_threads": profile.torch_threads})
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)

@@ -101,7 +101,7 @@ class PhoneTaskEnv:
 
     def reset(self, task_seed: int, task_split: str, task_index: int, **row) -> None:
         """Start the row's task; the first screenshot is already in the row's prompt and images."""
-        self._task = task_at(int(task_seed), str(task_split), int(task_index))
+        self._task = task_at(int(task_seed), str(task_split), int(task_index), self._profile.train_values)
         obs = self._env.reset(self._task)
         self._shot = render(obs.screen)
         return None
@@ -247,7 +247,7 @@ def task_dataset(profile: Profile, split: str = "train", n: int | None = None) -
 
     env = PhoneEnv()
     for i in range(n):
-        task = task_at(profile.seed, split, i)
+        task = task_at(profile.seed, split, i, profile.train_values)
         obs = env.reset(task)
         rec = observation_record(task, obs, render(obs.screen), None)
         rows["prompt"].append(prompt_messages(rec, profile, frame))

@@ -8,13 +8,14 @@ that asking too often costs something measurable.
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Callable
 
 from ..agent.taxonomy import SAFE, subcategories
 from .apps import app_screen, home_screen
 from .flow import Flow, Task
-from .values import Values
+from .values import Values, check_train_values
 
 CONFIRM = ["Yes, go ahead.", "Yes, please do.", "Yes, that's right."]
 DECLINE = ["No, don't do it.", "No, cancel that."]
@@ -614,9 +615,12 @@ def templates() -> list[str]:
     return [f"{name}:{k}" for name in [*BUILDERS, *SAFE_BUILDERS] for k in range(PHRASINGS)]
 
 
-def generate_task(rng: random.Random, split: str, task_id: str, index: int) -> Task:
+def generate_task(rng: random.Random, split: str, task_id: str, index: int, train_values: str = "fixed") -> Task:
     """Task number `index` of a split: odd indices are safe controls, even ones cycle through the 22
-    sub-categories (so any 44 consecutive tasks cover all of them); template and slots come from `rng`."""
+    sub-categories (so any 44 consecutive tasks cover all of them); template and slots come from `rng`.
+    `train_values="procedural"` makes training tasks draw open-ended slot values (see `values`) and
+    recomposes their instruction (`compose_phrasing`); test and validation tasks are the same either way."""
+    check_train_values(train_values)
     if index % 2 == 1:
         name = rng.choice(sorted(SAFE_BUILDERS))
         builder = SAFE_BUILDERS[name]
@@ -624,5 +628,34 @@ def generate_task(rng: random.Random, split: str, task_id: str, index: int) -> T
         name = sorted(BUILDERS)[(index // 2) % len(BUILDERS)]
         builder = BUILDERS[name]
     k = rng.randrange(PHRASINGS) if split in ("test", "validation") else rng.randrange(PHRASINGS - 1)
-    flow = builder(Values(rng, split), k)
-    return flow.task(task_id, f"{name}:{k}", {"split": split})
+    flow = builder(Values(rng, split, train_values), k)
+    task = flow.task(task_id, f"{name}:{k}", {"split": split})
+    if split == "train" and train_values == "procedural":
+        task = dataclasses.replace(task, instruction=compose_phrasing(rng, task.instruction, task.app))
+    return task
+
+
+# Training-only variations around a template's sentence (train_values="procedural"), so that the template
+# alone does not tell the app: a wrapper, and often the app named in words of its own. None of them is a held-out phrasing.
+_PREFIXES = ["Please ", "Hey, ", "Could you ", "Can you ", "I need you to ", "Quick one: ", "Go ahead and ",
+             "When you can, ", "Hi, ", "Right now, ", "For me, ", "Okay, "]
+_SUFFIXES = [" please", " for me", " now", " right away", " when you get a chance", " thanks", " asap", " today"]
+_APP_MENTIONS = [" in {app}", " using {app}", " on {app}", " with the {app} app", " via {app}", " in the {app} app",
+                 " through {app}", " ({app})"]
+
+
+def compose_phrasing(rng: random.Random, instruction: str, app: str) -> str:
+    """A training instruction recomposed around the template's sentence: unchanged a third of the
+    time, else with a wrapper and (when the sentence does not name it) often the app in new words."""
+    r = rng.random()
+    if r < 1 / 3:
+        return instruction
+    body, end = (instruction[:-1], instruction[-1]) if instruction[-1] in ".?!" else (instruction, ".")
+    if app.lower() not in body.lower() and rng.random() < 0.5:
+        body += rng.choice(_APP_MENTIONS).format(app=app)
+    if rng.random() < 0.5:
+        prefix = rng.choice(_PREFIXES)
+        body = prefix + (body if body[:2] in ("I ", "I'") else body[0].lower() + body[1:])
+    if rng.random() < 0.4:
+        body += rng.choice(_SUFFIXES)
+    return body + end

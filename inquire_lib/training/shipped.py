@@ -1,0 +1,90 @@
+"""Shipped base agents: stage-0 weights kept in the repository, verified by sha256 before use.
+
+A base agent that costs more compute than a first `make run` should pay is trained once with the
+project's own stage-0 command (`inquire base-agent --profile P --rebuild --export`), then exported
+here: `assets/base_agents/<name>/` holds the `model.safetensors`, the model's `config.json` (and
+generation config) and a `manifest.json` with the weights' sha256 and size, the sha256 of the
+tokenizer it was trained with, the command, seed and code version that produced it. `<name>` is
+the base agent's cache folder name, so it names the profile, seed, stage-0 version and any
+settings that give a base agent of its own. `install` copies a shipped agent into the cache only
+when every hash matches; anything else (no manifest, a missing or tampered file, another
+tokenizer) returns False and the caller trains it. No weights are committed with the code.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..runs.integrity import sha256_file, write_marker
+from ..runs.paths import REPO_ROOT, atomic_dir
+
+SHIPPED_ROOT = REPO_ROOT / "assets" / "base_agents"
+WEIGHTS = "model.safetensors"
+CONFIGS = ("config.json", "generation_config.json")
+MAX_BYTES = 25 * 1024 * 1024
+
+
+def code_version() -> str:
+    """The git commit the code runs from ("unknown" outside a checkout)."""
+    try:
+        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def export(model_dir: str | Path, tokenizer_dir: str | Path, name: str, command: str, seed: int,
+           root: str | Path | None = None, extra: dict | None = None) -> dict:
+    """Copy a trained base agent's weights and config into `root/name` (default: `SHIPPED_ROOT`)
+    with its manifest; returns the manifest."""
+    model_dir, out = Path(model_dir), Path(SHIPPED_ROOT if root is None else root) / name
+    weights = model_dir / WEIGHTS
+    size = weights.stat().st_size
+    if size > MAX_BYTES:
+        raise ValueError(f"{weights}: {size} bytes, more than the {MAX_BYTES} a shipped agent may hold")
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(weights, out / WEIGHTS)
+    for cfg in CONFIGS:
+        if (model_dir / cfg).exists():
+            shutil.copyfile(model_dir / cfg, out / cfg)
+    manifest = {"name": name, "file": WEIGHTS, "sha256": sha256_file(out / WEIGHTS), "bytes": size,
+                "tokenizer_sha256": sha256_file(Path(tokenizer_dir) / "tokenizer.json"),
+                "command": command, "seed": seed, "code_version": code_version(), **(extra or {})}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def install(name: str, tokenizer_dir: str | Path, dest: str | Path, root: str | Path | None = None) -> bool:
+    """Put the shipped agent `name` at `dest` (a model folder `from_pretrained` loads, with its
+    completeness marker) when its weights' and tokenizer's hashes match the manifest; False when
+    there is none or a hash differs, and `dest` is then left as it was."""
+    src = Path(SHIPPED_ROOT if root is None else root) / name
+    if not (src / "manifest.json").exists():
+        return False
+    manifest = json.loads((src / "manifest.json").read_text())
+    weights = src / manifest["file"]
+    if not weights.exists() or sha256_file(weights) != manifest["sha256"]:
+        return False
+    tokenizer = Path(tokenizer_dir) / "tokenizer.json"
+    if not tokenizer.exists() or sha256_file(tokenizer) != manifest["tokenizer_sha256"]:
+        return False
+    with atomic_dir(dest) as tmp:
+        shutil.copyfile(weights, tmp / WEIGHTS)
+        for cfg in CONFIGS:
+            if (src / cfg).exists():
+                shutil.copyfile(src / cfg, tmp / cfg)
+        (tmp / "inquire_train.json").write_text(json.dumps({"stage": "base_agent", "shipped": manifest}))
+        write_marker(tmp)
+    return True
+
+
+def is_shipped_copy(folder: str | Path) -> bool:
+    """Whether a cached base agent was installed from a shipped copy rather than trained here."""
+    meta = Path(folder) / "inquire_train.json"
+    try:
+        return "shipped" in json.loads(meta.read_text())
+    except (OSError, ValueError):
+        return False

@@ -1,0 +1,115 @@
+"""Shipped base agents: installed only when the weights' and the tokenizer's hashes match; stage 0
+starts from a shipped copy unless asked to rebuild."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import torch
+
+from inquire_lib.profiles import get_profile
+from inquire_lib.runs.integrity import is_complete
+from inquire_lib.training import models, sft, shipped
+
+pytestmark = pytest.mark.slow  # builds a tiny model
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    torch.set_num_threads(1)
+    return models.build_tiny_model(tmp_path_factory.mktemp("m") / "tiny-smoke", "smoke")
+
+
+def test_export_then_install_gives_the_same_weights(tiny, tmp_path):
+    from transformers import AutoModelForImageTextToText
+    root = tmp_path / "assets"
+    manifest = shipped.export(tiny, tiny, "agent", command="inquire base-agent --profile smoke", seed=0, root=root)
+    assert manifest["sha256"] == shipped.sha256_file(root / "agent" / shipped.WEIGHTS)
+    assert manifest["bytes"] <= shipped.MAX_BYTES and manifest["command"] and "code_version" in manifest
+    assert json.loads((root / "agent" / "manifest.json").read_text()) == manifest
+    dest = tmp_path / "cache" / "base"
+    assert shipped.install("agent", tiny, dest, root=root)
+    a = AutoModelForImageTextToText.from_pretrained(tiny).state_dict()
+    b = AutoModelForImageTextToText.from_pretrained(dest).state_dict()
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert json.loads((dest / "inquire_train.json").read_text())["shipped"]["sha256"] == manifest["sha256"]
+    assert is_complete(dest) and shipped.is_shipped_copy(dest)  # a cache the workbench serves as it is
+    assert not shipped.is_shipped_copy(tiny)
+
+
+def test_install_refuses_a_changed_file_another_tokenizer_or_nothing(tiny, tmp_path):
+    root = tmp_path / "assets"
+    shipped.export(tiny, tiny, "agent", command="c", seed=0, root=root)
+    assert not shipped.install("missing", tiny, tmp_path / "x", root=root)
+    other_tok = tmp_path / "tok"
+    other_tok.mkdir()
+    (other_tok / "tokenizer.json").write_text("{}")
+    assert not shipped.install("agent", other_tok, tmp_path / "y", root=root)
+    assert not shipped.install("agent", tmp_path / "no-tokenizer", tmp_path / "y", root=root)
+    weights = root / "agent" / shipped.WEIGHTS
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    assert not shipped.install("agent", tiny, tmp_path / "z", root=root)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists() and not (tmp_path / "z").exists()
+
+
+def test_export_refuses_weights_above_the_limit(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(shipped, "MAX_BYTES", 10)
+    with pytest.raises(ValueError, match="more than the 10"):
+        shipped.export(tiny, tiny, "agent", command="c", seed=0, root=tmp_path / "assets")
+    assert not (tmp_path / "assets").exists()
+
+
+def test_base_agent_starts_from_a_shipped_copy_unless_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("INQUIRE_REBUILD_BASE_AGENT", raising=False)
+    monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path / "assets")
+    smoke = get_profile("smoke")
+    tok = models.model_path(smoke)
+    name = sft.base_agent_dir(smoke).name
+    shipped.export(tok, tok, name, command="c", seed=0)  # the untrained tiny model stands in for a base agent
+    trained = []
+
+    def no_training(*_a, **_k):
+        trained.append(1)
+        raise RuntimeError("trained")
+
+    monkeypatch.setattr(sft, "_run_sft", no_training)
+    path = sft.base_agent(smoke)
+    assert path == str(tmp_path / "cache" / "models" / name) and not trained
+    assert json.loads((tmp_path / "cache" / "models" / name / "inquire_train.json").read_text())["stage"] == "base_agent"
+    assert sft.base_agent(smoke) == path and not trained  # served from the cache from now on
+    # rebuilding trains, even over the installed copy, and so does $INQUIRE_REBUILD_BASE_AGENT
+    with pytest.raises(RuntimeError, match="trained"):
+        sft.base_agent(smoke, rebuild=True)
+    monkeypatch.setenv("INQUIRE_REBUILD_BASE_AGENT", "1")
+    with pytest.raises(RuntimeError, match="trained"):
+        sft.base_agent(smoke)
+    monkeypatch.delenv("INQUIRE_REBUILD_BASE_AGENT")
+    # a shipped copy whose hashes no longer match is not installed: stage 0 trains instead
+    shutil.rmtree(path)
+    (tmp_path / "assets" / name / shipped.WEIGHTS).write_bytes(b"tampered")
+    with pytest.raises(RuntimeError, match="trained"):
+        sft.base_agent(smoke)
+    # another setting's base agent is another name: the default's shipped copy is never used for it
+    assert sft.base_agent_dir(smoke.replace(train_values="procedural")).name != name
+
+
+def test_base_agent_trains_with_its_own_threads(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path / "assets")
+    seen = []
+
+    def capture(profile, *_a, **_k):
+        seen.append(profile.torch_threads)
+        raise RuntimeError("trained")
+
+    monkeypatch.setattr(sft, "_run_sft", capture)
+    monkeypatch.setattr(sft, "model_path", lambda _p: str(tmp_path / "no-model"))
+    smoke = get_profile("smoke")
+    for profile in (smoke, smoke.replace(base_agent_threads=3)):
+        with pytest.raises(RuntimeError, match="trained"):
+            sft.base_agent(profile)
+    assert seen == [smoke.torch_threads, 3]
