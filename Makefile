@@ -73,7 +73,7 @@ bench: $(STAMP)
 RUNS ?= papermill_runs
 PORT ?= 6006
 dashboard: $(STAMP)
-	$(BIN)/tensorboard --logdir $(RUNS) --port $(PORT) --bind_all
+	$(BIN)/tensorboard --logdir $(RUNS) --port $(PORT) --host 127.0.0.1
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab $(LAB_ROOT) --notebook-dir=.

@@ -169,12 +169,22 @@ def test_task_dataset_rows():
 
 
 def test_warm_start_falls_back(tmp_path, monkeypatch):
+    from inquire_lib.runs.integrity import write_marker
+
+    def finished(name):  # a stage output counts once its completeness marker is written
+        folder = tmp_path / "smoke" / name / "final"
+        folder.mkdir(parents=True)
+        assert tt.warm_start(PROFILE)[0] != name  # a folder without its marker is a run cut short
+        (folder / "inquire_train.json").write_text("{}")
+        write_marker(folder)
+        return folder
+
     monkeypatch.setenv("INQUIRE_ARTIFACTS", str(tmp_path))
     assert tt.warm_start(PROFILE) == ("untrained", None)
-    (tmp_path / "smoke" / "sft_full" / "final").mkdir(parents=True)
+    finished("sft_full")
     assert tt.warm_start(PROFILE)[0] == "sft_full"
-    (tmp_path / "smoke" / "grpo_full" / "final").mkdir(parents=True)
-    assert tt.warm_start(PROFILE) == ("grpo_full", str(tmp_path / "smoke" / "grpo_full" / "final"))
+    folder = finished("grpo_full")
+    assert tt.warm_start(PROFILE) == ("grpo_full", str(folder))
 
 
 OPEN = ('<think>Home. Inquiry check: not needed, because opening is safe.</think><tool_call>{"name": "mobile_use", '
