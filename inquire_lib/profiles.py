@@ -49,6 +49,9 @@ class Profile:
     a11y_coords: bool = True  # element centres in the list (a tiny model reads the slot id instead)
     use_think: bool = True  # pre-action reasoning before the tool call (ablation switch)
     use_prev_screenshot: bool = True
+    # the task after the element list instead of first: next to where the answer starts (stage 0 at
+    # 400 steps ignored a task stated first; see the README)
+    task_last: bool = False
     # --- LoRA ---
     lora: bool = True
     lora_r: int = 16

@@ -141,7 +141,7 @@ class PhoneTaskEnv:
         self._shot = render(obs.screen)
         rec = observation_record(self._task, obs, self._shot, prev)
         body = user_text(rec, self._profile.use_a11y, len(images_of(rec, self._profile)), self._frame,
-                         self._profile.a11y_coords)
+                         self._profile.a11y_coords, self._profile.task_last)
         return [{"type": "text", "text": note + "Current screen:"}, {"type": "image", "image": self._shot.copy()},
                 {"type": "text", "text": "\n" + body}]
 
