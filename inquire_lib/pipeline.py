@@ -100,6 +100,21 @@ def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_f
     return out + episodes.evaluate_reference_tasks(profile, tasks, out_root)
 
 
+def _labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list, beta: float = 0.0):
+    """Play the checkpoint at `path` greedily on `tasks`, every visited state labelled by the expert
+    (`training.dagger.Labeller`); returns (labelled states, episodes) and frees the model."""
+    from .training.dagger import Labeller
+
+    labeller = Labeller(profile, round_index, beta, profile.seed)
+    model, processor = load_checkpoint(profile, path)
+    try:
+        played = episodes.run_episodes(labeller.wrap(episodes.model_policy(model, processor, profile)), tasks, profile)
+    finally:
+        del model
+        gc.collect()
+    return labeller.states, played
+
+
 def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int | None = None,
            steps: int | None = None, tasks_per_round: int | None = None, beta: float | None = None,
            callbacks=None) -> tuple[str, list]:
@@ -107,7 +122,7 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
     policy out greedily on a new block of training tasks, labels every visited state with the expert
     and continues SFT on the expert data plus all states so far. Round r's model is
     `artifacts/<p>/<name>/round<r>/final`. Returns the last round's path and one `Round` per round."""
-    from .training.dagger import Labeller, Round, continue_sft, round_tasks
+    from .training.dagger import Round, continue_sft, round_tasks
 
     rounds = profile.dagger_rounds if rounds is None else rounds
     steps = profile.dagger_steps if steps is None else steps
@@ -116,18 +131,11 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
     current, states, out = start, [], []
     for r in range(1, rounds + 1):
         t0 = time.time()
-        labeller = Labeller(profile, r, beta, profile.seed)
-        model, processor = load_checkpoint(profile, current)
-        try:
-            played = episodes.run_episodes(labeller.wrap(episodes.model_policy(model, processor, profile)),
-                                           round_tasks(profile, r, per_round), profile)
-        finally:
-            del model
-            gc.collect()
-        states += labeller.states
+        labelled, played = _labelled_rollout(profile, current, r, round_tasks(profile, r, per_round), beta)
+        states += labelled
         res = continue_sft(profile, current, states, artifacts_dir(profile) / name / f"round{r}", steps, callbacks)
         current = res.path
-        out.append(Round(r, current, len(labeller.states), sum(s["_off_path"] for s in labeller.states),
+        out.append(Round(r, current, len(labelled), sum(s["_off_path"] for s in labelled),
                          sum(e["success"] for e in played) / max(1, len(played)), time.time() - t0))
     return (publish_checkpoint(current, artifacts_dir(profile) / name / "final") if out else current), out
 
@@ -140,17 +148,10 @@ def dagger_examples(profile: Profile, start: str, k: int = 3, seed: int = 0) -> 
 
     from PIL import Image
 
-    from .training.dagger import Labeller, round_tasks
+    from .training.dagger import round_tasks
 
-    labeller = Labeller(profile, 1, 0.0, profile.seed)
-    model, processor = load_checkpoint(profile, start)
-    try:
-        episodes.run_episodes(labeller.wrap(episodes.model_policy(model, processor, profile)),
-                              round_tasks(profile, 1, min(profile.dagger_tasks, 16)), profile)
-    finally:
-        del model
-        gc.collect()
-    off = [s for s in labeller.states if s["_off_path"]]
+    labelled, _ = _labelled_rollout(profile, start, 1, round_tasks(profile, 1, min(profile.dagger_tasks, 16)))
+    off = [s for s in labelled if s["_off_path"]]
     picked = _random.Random(seed).sample(off, min(k, len(off)))
     return [{"instruction": s["instruction"], "history": s["history"], "think": s["gold_think"],
              "action": json.loads(s["gold_action"]), "screenshot": Image.open(_io.BytesIO(s["screenshot"]["bytes"]))}
