@@ -31,7 +31,7 @@ from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs
 from .profiles import Profile, get_profile
 from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
-from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
+from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, copy_dir_atomic, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
 from .runs.records import ORDER, REFERENCES
 from .training import task_grpo
 from .training.checkpoints import available_checkpoints, checkpoint_path
@@ -136,38 +136,25 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
         res = continue_sft(profile, current, states, artifacts_dir(profile) / name / f"round{r}", steps, callbacks)
         current = res.path
         out.append(Round(r, current, len(labelled), sum(s["_off_path"] for s in labelled),
-                         sum(e["success"] for e in played) / max(1, len(played)), time.time() - t0))
-    return (publish_checkpoint(current, artifacts_dir(profile) / name / "final") if out else current), out
+                         sum(e["success"] for e in played) / max(1, len(played)), time.time() - t0,
+                         examples=[x for x in labelled if x["_off_path"]]))
+    # the last round is the stage's one named checkpoint, like the other stages'
+    return (str(copy_dir_atomic(current, artifacts_dir(profile) / name / "final")) if out else current), out
 
 
-def dagger_examples(profile: Profile, start: str, k: int = 3, seed: int = 0) -> list[dict]:
-    """A few states that the policy at `start` reaches off the expert's path on training tasks, each
-    with the expert's label (what DAgger adds to the data), screenshots as PIL images."""
+def dagger_examples(rounds: list, k: int = 3, seed: int = 0) -> list[dict]:
+    """A few of the states the first round labelled off the expert's path (what DAgger adds to the
+    data), with the expert's label; screenshots as PIL images."""
     import io as _io
     import random as _random
 
     from PIL import Image
 
-    from .training.dagger import round_tasks
-
-    labelled, _ = _labelled_rollout(profile, start, 1, round_tasks(profile, 1, min(profile.dagger_tasks, 16)))
-    off = [s for s in labelled if s["_off_path"]]
+    off = rounds[0].examples if rounds else []
     picked = _random.Random(seed).sample(off, min(k, len(off)))
     return [{"instruction": s["instruction"], "history": s["history"], "think": s["gold_think"],
              "action": json.loads(s["gold_action"]), "screenshot": Image.open(_io.BytesIO(s["screenshot"]["bytes"]))}
             for s in picked]
-
-
-def publish_checkpoint(source: str, final: Path) -> str:
-    """Copy a finished checkpoint folder (its completeness marker included) to `final`, atomically,
-    so that a stage of several rounds is one named checkpoint like the others."""
-    import shutil
-
-    from .runs.paths import atomic_dir
-
-    with atomic_dir(final) as tmp:
-        shutil.copytree(source, tmp, dirs_exist_ok=True)
-    return str(final)
 
 
 def sft_control(profile: Profile, start: str, name: str = "sft_more", steps: int | None = None):

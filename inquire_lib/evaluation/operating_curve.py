@@ -168,7 +168,7 @@ def ask_margins(model, processor, records: list[dict], profile, bias: float = 0.
     return [-math.inf if math.isnan(m) else m for m in margins], raw
 
 
-def _asked(raw: list[str], records: list[dict], profile) -> list[bool]:
+def _asked(raw: list[str], profile) -> list[bool]:
     from ..agent.actions import parse_completion
     out = []
     for text in raw:
@@ -184,12 +184,12 @@ def operating_curve(model, processor, records: list[dict], profile, verify_biase
     `verify_biases`)."""
     labels = [bool(r["inquiry_required"]) for r in records]
     margins, raw = ask_margins(model, processor, records, profile)
-    asked = _asked(raw, records, profile)
+    asked = _asked(raw, profile)
     agreement = sum((m > 0) == a for m, a in zip(margins, asked)) / len(records) if records else None
     verified = []
     for b in verify_biases:
         _, raw_b = ask_margins(model, processor, records, profile, bias=b)
-        asked_b = np.array(_asked(raw_b, records, profile))
+        asked_b = np.array(_asked(raw_b, profile))
         y = np.array(labels)
         predicted = curve_points(margins, labels, biases=[b])[0]
         verified.append({"bias": float(b), "predicted_isr": predicted["isr"], "predicted_needless": predicted["needless"],

@@ -213,3 +213,11 @@ def write_json_atomic(path: str | os.PathLike, obj: Any) -> Path:
 def write_jsonl_atomic(path: str | os.PathLike, rows: Iterable[Any]) -> Path:
     """One JSON object per line, atomically. Returns the path."""
     return write_text_atomic(path, "".join(json.dumps(to_json(r)) + "\n" for r in rows))
+
+
+def copy_dir_atomic(source: str | os.PathLike, dest: str | os.PathLike) -> Path:
+    """Copy the folder `source` (its completeness marker included) to `dest`, replacing it whole:
+    a reader sees the old `dest` or the new one."""
+    with atomic_dir(dest) as tmp:
+        shutil.copytree(source, tmp, dirs_exist_ok=True)
+    return Path(dest)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import io
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import datasets
 
@@ -41,6 +41,7 @@ class Round:
     off_path: int  # of those, states the expert's own data never holds (see `off_path`)
     rollout_success: float  # share of this round's roll-outs that succeeded (before training on them)
     seconds: float
+    examples: list = field(default_factory=list, repr=False)  # this round's off-path states, labelled
 
 
 def off_path(env: PhoneEnv, turns: int) -> bool:

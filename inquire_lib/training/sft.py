@@ -21,7 +21,7 @@ import torch
 from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark
 from ..profiles import Profile, get_profile
-from ..runs.paths import artifacts_dir, atomic_dir, cache_dir
+from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
 from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
 from .devices import is_main_process, wait_for_everyone
@@ -113,8 +113,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
                    steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
     if is_main_process():
-        with atomic_dir(path) as tmp:  # replaces a cache that failed its check, whole
-            shutil.copytree(res.path, tmp, dirs_exist_ok=True)  # the final's marker comes along
+        copy_dir_atomic(res.path, path)  # replaces a cache that failed its check, whole; the marker comes along
         shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
     wait_for_everyone()
     return str(path)
