@@ -233,6 +233,18 @@ def save_fig(fig, profile: Profile, name: str) -> dict:
     return viz.save_figure(fig, figures_dir(profile) / name, png=profile.export_png, shared_js=True)
 
 
+def show_fig(fig, profile: Profile, name: str, into: dict | None = None) -> None:
+    """Save the figure (`save_fig`) and display it both ways: interactive in JupyterLab, and as the
+    PNG just written, so an executed notebook opened outside Jupyter shows it too. `into[name]`
+    receives the written paths when given."""
+    from IPython.display import display
+
+    paths = save_fig(fig, profile, name)
+    if into is not None:
+        into[name] = paths
+    display(viz.figure_bundle(fig, paths["png"]), raw=True)
+
+
 def write_notebook_metrics(profile: Profile, notebook: str, payload: dict, out_root=None) -> Path:
     """`metrics/<notebook>.json` (named after the notebook, e.g. "02_sft_qlora"), stamped with the
     run manifest (git sha, profile settings, seed, package versions)."""

@@ -36,6 +36,10 @@ class Profile:
     model: str = "tiny:cpu"  # "tiny:<size>" builds offline; anything else is a hub id or local path
     load_in_4bit: bool = False
     bf16: bool = False
+    # bf16 autocast when training full weights on a CPU with native bf16 matmuls (AVX-512 BF16 or
+    # AMX): about 2.4x an fp32 matmul there. Elsewhere the CPU emulates bf16 (measured 45x slower
+    # than fp32 on an AVX2-only EPYC), so the switch is ignored; never with 4-bit weights.
+    cpu_bf16: bool = False
     gradient_checkpointing: bool = False
     torch_threads: int = 1  # 2 threads on 2 busy cores thrash (see FINDINGS); 1 is steadier (CI)
     # a profile that needs CUDA refuses to start without it (a 3B model in fp32 on CPU runs for days);
@@ -148,14 +152,17 @@ PROFILES: dict[str, Profile] = {
         sft_steps=6, sft_batch=4, sft_save_steps=3, sft_warmup_steps=1, base_agent_steps=4,
         grpo_steps=2, grpo_save_steps=1, val_tasks=4, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48, top_entropy_quantile=0.2,
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
-        eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16, export_png=False,
+        eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16,
         ablation_sft_steps=2, ablation_grpo_steps=1, cell_timeout_s=900,
         dagger_rounds=1, dagger_tasks=4, dagger_steps=2,
     ),
     # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
     # sequences short on 2 cores
+    # stage 0 (2500 steps, about 5 epochs) is trained once and shipped (`training.shipped`); it uses
+    # both cores and bf16 autocast where the CPU has native bf16
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
-                   test_tasks=120, base_agent_steps=400, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
+                   train_values="procedural", cpu_bf16=True, base_agent_threads=2,
+                   test_tasks=120, base_agent_steps=2500, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
                    grpo_steps=200, grpo_save_steps=25, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
                    top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20,

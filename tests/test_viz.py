@@ -212,6 +212,20 @@ def test_save_figure_writes_html_and_png_with_chrome(tmp_path):
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["failures.html", "failures.png"]
 
 
+def test_figure_bundle_carries_the_interactive_figure_and_its_png(tmp_path):
+    fig = viz.failure_bar(syn.all_preds())
+    paths = viz.save_figure(fig, tmp_path / "f")
+    second = viz.save_figure(fig, tmp_path / "g")  # the second figure reuses the running Chromium
+    assert paths["png"].read_bytes() == second["png"].read_bytes()
+    bundle = viz.figure_bundle(fig, paths["png"])
+    assert set(bundle) == {"application/vnd.plotly.v1+json", "image/png", "text/plain"}
+    assert bundle["application/vnd.plotly.v1+json"]["data"][0]["type"] == "bar"
+    with Image.open(io.BytesIO(base64.b64decode(bundle["image/png"]))) as im:
+        assert im.format == "PNG" and im.size == (720, 420)
+    no_png = viz.figure_bundle(fig, None)
+    assert "image/png" not in no_png and no_png["text/plain"].startswith("<figure: ")
+
+
 def test_save_figure_without_chrome_skips_png_once(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(viz, "find_chrome", lambda: None)
     monkeypatch.setattr(viz, "_png_notice_printed", False)

@@ -33,6 +33,12 @@ TRACKED_PACKAGES = (
 # Cells that papermill adds to an executed copy and that are not in the source notebook.
 _PAPERMILL_TAGS = {"injected-parameters", "papermill-error-cell-tag"}
 
+# Executed notebooks keep no widget state: each plotly FigureWidget of the inspector carries plotly.js
+# in its state (about 5 MB, three of them in notebook 06) and a live widget needs a kernel anyway.
+# Every figure is also stored as a static image (`pipeline.show_fig`), which is what a notebook
+# opened without a kernel shows.
+STORE_WIDGET_STATE = False
+
 
 class NotebookFailed(RuntimeError):
     """A notebook raised while papermill executed it; names the notebook and the failing cell."""
@@ -378,6 +384,7 @@ def run_notebooks(
                 papermill.execute_notebook(
                     str(nb), str(executed), parameters=params, kernel_name=kernel_name,
                     cwd=str(workdir), progress_bar=progress_bar, execution_timeout=timeout,
+                    store_widget_state=STORE_WIDGET_STATE,
                 )
         except BaseException as exc:  # record interrupts too, then let them through
             entry["duration_s"] = round(time.perf_counter() - t0, 3)
@@ -434,7 +441,8 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
             with _runs_env(root("runs", out_root), name):
                 papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
                                            cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci(),
-                                           execution_timeout=prof.cell_timeout_s)
+                                           execution_timeout=prof.cell_timeout_s,
+                                           store_widget_state=STORE_WIDGET_STATE)
         except Exception as exc:
             record.update(status="failed", error=_error_record(exc, executed))
         record["duration_s"] = round(time.perf_counter() - t0, 3)

@@ -39,8 +39,10 @@ def _common(profile: Profile) -> dict:
     """Settings every trainer of the workbench shares: device, precision, logging, seed."""
     import torch
 
+    from .devices import uses_bf16
+
     cpu = not torch.cuda.is_available()
-    return {"use_cpu": cpu, "bf16": bool(profile.bf16 and not cpu), "report_to": [], "seed": _train_seed(profile),
+    return {"use_cpu": cpu, "bf16": uses_bf16(profile), "report_to": [], "seed": _train_seed(profile),
             "activation_checkpointing": profile.gradient_checkpointing, "dataloader_num_workers": 0,
             "disable_tqdm": os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}}
 

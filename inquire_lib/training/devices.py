@@ -43,6 +43,23 @@ def wait_for_everyone() -> None:
         PartialState().wait_for_everyone()
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX-512 BF16 or AMX), as /proc/cpuinfo says."""
+    try:
+        flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
+    except OSError:
+        return False
+    return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
+
+
+def uses_bf16(profile: Profile) -> bool:
+    """Whether training autocasts to bf16: always with `bf16` on a GPU; on CPU with `cpu_bf16`, full
+    weights (bitsandbytes' CPU 4-bit kernels are fp32) and a CPU with native bf16."""
+    if torch.cuda.is_available():
+        return profile.bf16
+    return profile.cpu_bf16 and not profile.load_in_4bit and cpu_has_native_bf16()
+
+
 def require_device(profile: Profile) -> None:
     """Raise DeviceError when the profile needs CUDA and none works (instead of a silent fp32 CPU
     run that would take days); $INQUIRE_ALLOW_CPU=1 allows it (the tiny model standing in)."""

@@ -59,7 +59,7 @@ def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: f
     return out.cast_column("images", datasets.List(datasets.Image()))
 
 
-BASE_AGENT_VERSION = 1  # bump when the world, prompts or recipe change what the base agent learns
+BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the base agent learns
 # the profile fields that shape the base agent: an OVERRIDE of one of them gets a base agent of its
 # own (cached under a hash of those overrides); any other override shares the profile's
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
