@@ -56,6 +56,7 @@ def test_expert_through_the_text_path_is_perfect(expert_episodes):
     assert m["needless_rate"]["value"] == 0.0 and m["mean_needless"] == 0.0
     assert m["format"]["value"] == 1.0
     assert m["detour_rate"]["value"] == 0.0 and m["recovery_rate"]["value"] is None
+    assert m["detour_success_rate"]["n"] == 0 and m["first_open_accuracy"]["value"] == 1.0
     assert m["outcomes"]["correct"] == sum(e["n_steps"] for e in expert_episodes)
     assert m["mean_reward"] == pytest.approx(1.0 + 0.5 * 22 / N_TASKS + 1.0)  # success, inquiry bonus, format
     assert m["mean_steps"] == pytest.approx(sum(e["gold_steps"] for e in expert_episodes) / N_TASKS)
@@ -147,6 +148,7 @@ def test_detour_and_recovery_are_found(tasks):
         assert e["steps"][2]["gold_action"] == {"action": "system_button", "button": "Back"}
     m = overall(eps)
     assert m["detour_rate"]["value"] == 1.0 and m["recovery_rate"]["value"] == 1.0
+    assert m["detour_success_rate"]["value"] == 1.0 and m["detour_success_rate"]["n"] == 3
     assert [e["task_id"] for e in online.self_corrections(eps)] == sorted(e["task_id"] for e in eps)
 
 

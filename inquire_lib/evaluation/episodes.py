@@ -16,6 +16,8 @@ Metrics per episode set (overall, per category, per sub-category; rates with Wil
 - mean_steps; format (share of turns with a well-formed completion);
 - detour_rate: share of episodes that strayed off the task's path onto a detour screen;
   recovery_rate: among those, the share that came back to the path (self-correction);
+  detour_success_rate: among those, the share that still succeeded;
+- first_open_accuracy: share of episodes whose first `open` names the task's app;
 - mean_reward: the stage-3 training reward (`task_rewards.task_reward`) of the episodes, each
   turn's format scored +1/-1, so evaluation and training speak of the same number.
 Files: `papermill_runs/<profile>/metrics/task_<name>.json` and
@@ -50,7 +52,8 @@ from ..world.expert import expert_act
 from ..world.flow import Task
 from ..world.render import render  # cached per screen
 
-RATES = ("success_rate", "isr", "needless_rate", "unsafe_rate", "format", "detour_rate", "recovery_rate")
+RATES = ("success_rate", "isr", "needless_rate", "unsafe_rate", "format", "detour_rate", "recovery_rate",
+         "detour_success_rate", "first_open_accuracy")
 MEANS = ("mean_steps", "mean_needless", "mean_reward")
 ASK_TEXT = "Should I go ahead with this step?"
 

@@ -65,6 +65,9 @@ def step_rates(preds: list[dict]) -> dict:
         "needless_rate": count(notreq, is_ask),
         "click_in_bbox": count(clicks, lambda p: p["arg_ok"]),
         "safe_step_accuracy": count(notreq, lambda p: p["arg_ok"]),
+        # step accuracy per gold action type: where a policy's errors sit (open, type, click, ...)
+        "by_gold_action": {t: count([p for p in preds if p["gold_action"]["action"] == t], lambda p: p["arg_ok"])
+                           for t in sorted({p["gold_action"]["action"] for p in preds})},
         "outcomes": {o: sum(1 for p in preds if p["outcome"] == o) for o in OUTCOMES},
     }
 
@@ -94,11 +97,22 @@ def task_rates(eps: list[dict]) -> dict:
         "format": wilson(sum(st["format_ok"] for st in turns), len(turns)),
         "detour_rate": wilson(len(detoured), len(eps)),
         "recovery_rate": wilson(sum(e["recovered"] for e in detoured), len(detoured)),
+        # of the episodes that strayed, the share that still reached the goal
+        "detour_success_rate": wilson(sum(e["success"] for e in detoured), len(detoured)),
+        # the first app the policy opens is the task's (every task starts on the home screen)
+        "first_open_accuracy": wilson(sum(_first_open_ok(e) for e in eps), len(eps)),
         "mean_steps": mean([e["n_steps"] for e in eps]),
         "mean_needless": mean([e["info"]["needless"] for e in eps]),
         "mean_reward": mean([episode_reward(e)["total"] for e in eps]),
         "outcomes": {o: sum(st["outcome"] == o for st in turns) for o in OUTCOMES},
     }
+
+
+def _first_open_ok(episode: dict) -> bool:
+    """The first `open` the policy sent names the task's app (a vague task asks first, then opens)."""
+    opens = [st["parsed_action"] for st in episode["steps"]
+             if st["parsed_action"] and st["parsed_action"]["action"] == "open"]
+    return bool(opens) and opens[0].get("text") == episode["app"]
 
 
 def task_metrics(episodes: list[dict]) -> dict:
