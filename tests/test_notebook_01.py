@@ -48,5 +48,6 @@ def test_notebook_01_smoke(tmp_path, monkeypatch):
         assert m["figures"][stem]["html"] == str(html)
         assert html.stat().st_size > 3_000
         assert (html.parent / "plotly.min.js").stat().st_size > 1_000_000  # shared, not inlined
-        # one idiom: pipeline.save_fig, which follows the profile (smoke: HTML only, CI time)
-        assert m["figures"][stem]["png"] is None and not (html.parent / f"{stem}.png").exists()
+        # one idiom: pipeline.show_fig, which writes a PNG on every profile where a Chrome exists
+        png = html.parent / f"{stem}.png"
+        assert m["figures"][stem]["png"] == str(png) and png.stat().st_size > 5_000

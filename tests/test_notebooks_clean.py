@@ -83,5 +83,5 @@ def test_one_idiom_one_front_door():
         if path in NUMBERED:
             assert f'NOTEBOOK = "{path.stem}"' in code, path.name
             assert code.count("pipeline.write_notebook_metrics(profile, NOTEBOOK,") == 1, path.name
-            figures = re.findall(r"pipeline\.save_fig\(", code)
-            assert figures and ".save(" not in code, path.name
+            figures = re.findall(r"pipeline\.show_fig\(", code)
+            assert figures and ".save(" not in code and "save_fig(" not in code, path.name

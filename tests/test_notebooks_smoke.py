@@ -254,7 +254,7 @@ def test_nbconvert_html_shows_every_figure(smoke_run, tmp_path):
                                "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / ('p-' + name)}",
                                "--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=180)
         assert proc.returncode == 0, proc.stderr[-2000:]
-        images = re.findall(r'<img src="data:image/png;base64,([^"]+)"', proc.stdout)
+        images = re.findall(r'<img\b[^>]*?\ssrc="data:image/png;base64,([^"]+)"', proc.stdout)
         counts[name] = (calls, len(images))
         assert len(images) >= calls, f"{name}: {len(images)} images for {calls} figures"
         for data in images[:3]:

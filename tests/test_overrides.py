@@ -10,7 +10,7 @@ from inquire_lib import cli
 from inquire_lib.profiles import (OverrideError, apply_overrides, check_overrides, default_run_name, get_profile,
                                   overridable_fields, parse_overrides)
 from inquire_lib.runs import paths
-from inquire_lib.training.sft import base_agent_dir
+from inquire_lib.training.sft import BASE_AGENT_VERSION, base_agent_dir
 
 
 def test_parse_overrides_types_every_kind():
@@ -100,7 +100,7 @@ def test_runs_keep_their_folders_apart(monkeypatch, tmp_path):
 def test_base_agent_is_shared_unless_an_override_shapes_it(monkeypatch, tmp_path):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     plain = base_agent_dir(get_profile("smoke"))
-    assert plain == tmp_path / "models" / "base-agent-smoke-s0-v1"
+    assert plain == tmp_path / "models" / f"base-agent-smoke-s0-v{BASE_AGENT_VERSION}"
     assert base_agent_dir(apply_overrides("smoke", {"grpo_lr": 1e-4, "sft_lr": 1e-3})) == plain
     shaped = base_agent_dir(apply_overrides("smoke", {"base_agent_steps": 8}))
     assert shaped.parent == plain.parent and shaped.name.startswith(plain.name + "-o") and len(shaped.name) == len(plain.name) + 12
@@ -111,7 +111,8 @@ def test_base_agent_is_shared_unless_an_override_shapes_it(monkeypatch, tmp_path
 
 def test_train_values_is_checked_and_shapes_the_base_agent(monkeypatch, tmp_path):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
-    assert get_profile("cpu").train_values == get_profile("smoke").train_values == "fixed"
+    assert get_profile("smoke").train_values == "fixed" and get_profile("cpu").train_values == "procedural"
+    assert base_agent_dir(get_profile("cpu")).name == f"base-agent-cpu-s0-v{BASE_AGENT_VERSION}-procedural"
     assert parse_overrides(["train_values=procedural"]) == {"train_values": "procedural"}
     with pytest.raises(OverrideError, match=r"^profile field 'train_values' takes one of fixed, procedural, got 'x'$"):
         parse_overrides(["train_values=x"])
