@@ -65,6 +65,9 @@ class Profile:
     # --- stage 0: a base agent that acts but never asks (the analogue of a pretrained GUI model);
     # trained once by `training.sft.base_agent` and cached; 0 steps means the checkpoint is the base ---
     base_agent_steps: int = 0
+    # start from another profile's base agent (its name, e.g. "cpu"): same model, tokenizer and
+    # prompt, so a short profile reuses the long stage 0 (shipped or cached) instead of training one
+    base_agent_from: str = ""
     base_agent_lr: float = 2e-3
     base_agent_threads: int = 0  # torch threads for stage 0 (0: torch_threads)
     # --- stage 1: SFT ---
@@ -168,6 +171,16 @@ PROFILES: dict[str, Profile] = {
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20,
                    # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points
                    eval_batch=64, eval_tasks=160),
+    # the cpu profile's model, data and base agent (shipped, so nothing is trained for stage 0) with
+    # short stages and a small test: learning shows in minutes, with wide intervals
+    "quick": Profile(name="quick", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
+                     train_values="procedural", base_agent_steps=2500, base_agent_from="cpu", torch_threads=2,
+                     test_tasks=120, val_tasks=20, eval_tasks=40, sft_steps=40, sft_lr=1e-3, sft_warmup_steps=5,
+                     sft_save_steps=40, dagger_rounds=1, dagger_tasks=16, dagger_steps=10,
+                     grpo_steps=20, grpo_save_steps=10, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4,
+                     beta=0.04, top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
+                     task_grpo_steps=2, max_episode_steps=10, eval_batch=64, ablation_sft_steps=5,
+                     ablation_grpo_steps=2),
     # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
     # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
     # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
@@ -190,6 +203,8 @@ PURPOSES: dict[str, str] = {
               "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."),
     "cpu": ("cpu trains the tiny model for real on 2 cores (hours the first time): the papers' claims in "
             "miniature, with 95% CIs of about +-15 points on 40 inquiry steps."),
+    "quick": ("quick shows learning in minutes on 2 cores: the cpu profile's shipped base agent, a few dozen "
+              "SFT and GRPO steps, 40 held-out tasks; its intervals are too wide for claims (use cpu)."),
     "gpu": "gpu runs Qwen2.5-VL-3B with 4-bit QLoRA on one GPU: the full-size recipe.",
 }
 
@@ -209,7 +224,11 @@ def get_profile(name: str | Profile, **overrides) -> Profile:
 # Fields an override may not touch: the name picks the profile, `overrides` records the others.
 _FIXED = ("name", "overrides")
 # str fields that take one of a few words
-CHOICES: dict[str, tuple[str, ...]] = {"train_values": TRAIN_VALUES}
+CHOICES: dict[str, tuple[str, ...]] = {
+    "train_values": TRAIN_VALUES,
+    # a profile that trains its own stage 0 ("" : this profile's own)
+    "base_agent_from": ("",) + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from),
+}
 _BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 

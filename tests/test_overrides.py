@@ -144,3 +144,24 @@ def test_cli_profile_shows_overrides(capsys):
     settings = json.loads(capsys.readouterr().out)
     assert settings["grpo_lr"] == 0.0001 and settings["overrides"] == [["grpo_lr", 0.0001]]
     assert settings["sft_steps"] == get_profile("smoke").sft_steps
+
+
+def test_quick_starts_from_the_cpu_base_agent(monkeypatch, tmp_path):
+    """`quick` names `cpu` as its stage 0: the same cached (or shipped) base agent, the same model
+    folder and tokenizer; an override that shapes a base agent gives the one `cpu` gets with it."""
+    from inquire_lib.training.models import tiny_dir
+
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    quick, cpu = get_profile("quick"), get_profile("cpu")
+    assert quick.base_agent_from == "cpu" and cpu.base_agent_from == ""
+    assert base_agent_dir(quick) == base_agent_dir(cpu) == tmp_path / "models" / (
+        f"base-agent-cpu-s0-v{BASE_AGENT_VERSION}-procedural")
+    assert tiny_dir(quick) == tiny_dir(cpu)
+    assert base_agent_dir(apply_overrides("quick", {"sft_steps": 5})) == base_agent_dir(cpu)
+    assert base_agent_dir(apply_overrides("quick", {"base_agent_steps": 8})) == base_agent_dir(
+        apply_overrides("cpu", {"base_agent_steps": 8})) != base_agent_dir(cpu)
+    assert base_agent_dir(quick.replace(seed=3)).name == f"base-agent-cpu-s3-v{BASE_AGENT_VERSION}-procedural"
+    # its own stage 0 when told so; only a profile that trains one can be named
+    assert base_agent_dir(apply_overrides("quick", {"base_agent_from": ""})).name.startswith("base-agent-quick-s0")
+    with pytest.raises(OverrideError, match=r"^profile field 'base_agent_from' takes one of , smoke, cpu, got 'quick'$"):
+        parse_overrides(["base_agent_from=quick"])

@@ -67,10 +67,23 @@ BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_
                      "sft_batch", "train_values", "task_last")
 
 
+def base_agent_source(profile: Profile) -> Profile:
+    """The profile whose stage 0 this one starts from: itself, or the profile `base_agent_from` names
+    with this one's seed and its overrides of `BASE_AGENT_FIELDS` (so `quick` shares `cpu`'s shipped
+    base agent, and an override that shapes the base agent still gets one of its own)."""
+    if not profile.base_agent_from:
+        return profile
+    from ..profiles import apply_overrides
+
+    shaping = {k: v for k, v in profile.overrides if k in BASE_AGENT_FIELDS}
+    return apply_overrides(get_profile(profile.base_agent_from).replace(seed=profile.seed), shaping)
+
+
 def base_agent_dir(profile: Profile) -> Path:
     """Where the profile's base agent is cached: one per profile and seed, and one more per set of
     overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it). A `train_values`
     other than the default names the folder too, however the profile was made."""
+    profile = base_agent_source(profile)
     name = f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
     if profile.train_values != "fixed":
         name += f"-{profile.train_values}"
@@ -88,7 +101,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     hashes match, unless `rebuild` (default: $INQUIRE_REBUILD_BASE_AGENT set, not 0) asks to train it here,
     which also sets aside a shipped copy installed earlier. Trained with `base_agent_threads` torch
     threads (0: `torch_threads`). Returns its path, or None when the profile starts from a real checkpoint."""
-    profile = get_profile(profile)
+    profile = base_agent_source(get_profile(profile))
     if profile.base_agent_steps <= 0:
         return None
     from ..runs.integrity import check_cache, is_complete
