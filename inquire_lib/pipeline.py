@@ -29,6 +29,7 @@ from .evaluation import episodes
 from .evaluation.metrics import headline
 from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs
 from .profiles import Profile, get_profile
+from .runs import readback
 from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
 from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, copy_dir_atomic, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
@@ -36,7 +37,7 @@ from .runs.records import ORDER, REFERENCES
 from .training import task_grpo
 from .training.checkpoints import available_checkpoints, checkpoint_path
 from .training.configs import GRPO_SETTINGS
-from .training.grpo import grpo
+from .training.grpo import grpo, model_digest
 from .training.models import load_checkpoint
 from .training.sft import base_agent, sft
 from .viz import explore, inspector, plots, report
@@ -61,11 +62,20 @@ def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=Non
 
 
 def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None = None, out_root=None) -> dict:
-    """Load, evaluate step by step on the test split, free the model; returns the metrics."""
+    """Load, evaluate step by step on the test split, free the model; returns the metrics. An
+    earlier evaluation of the same model on the same records and settings is read back
+    (`runs.readback`), not rerun."""
     records = records if records is not None else test_records(profile)
-    model, processor = load_checkpoint(profile, checkpoint_path(profile, name))
+    path = checkpoint_path(profile, name)
+    key = readback.eval_key("step", model_digest(path, profile), readback.records_digest(records), profile)
+    stored = readback.read_back(run_dir(profile, out_root), "step", name, key)
+    if stored is not None:
+        print(f"{name}: step metrics read back (same model, records and settings)")
+        return stored
+    model, processor = load_checkpoint(profile, path)
     try:
-        return evaluate_model(name, model, processor, profile, records, out_root=out_root)
+        return evaluate_model(name, model, processor, profile, records, out_root=out_root,
+                              extra={readback.KEY: key})
     finally:
         del model
         gc.collect()
@@ -81,10 +91,16 @@ def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list | None = 
                               path: str | None = None, progress: bool = False) -> dict:
     """Load a named checkpoint (or `path`), play the held-out tasks greedily, free the model."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
-    model, processor = load_checkpoint(profile, path if path is not None else checkpoint_path(profile, name))
+    path = path if path is not None else checkpoint_path(profile, name)
+    key = readback.eval_key("task", model_digest(path, profile), readback.tasks_digest(tasks), profile)
+    stored = readback.read_back(run_dir(profile, out_root), "task", name, key)
+    if stored is not None:
+        print(f"{name}: task metrics read back (same model, tasks and settings)")
+        return stored
+    model, processor = load_checkpoint(profile, path)
     try:
         return episodes.evaluate_tasks(name, episodes.model_policy(model, processor, profile), tasks, profile,
-                                       out_root, progress=progress)
+                                       out_root, extra={readback.KEY: key}, progress=progress)
     finally:
         del model
         gc.collect()

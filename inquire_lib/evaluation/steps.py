@@ -176,10 +176,10 @@ def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs
 
 
 def evaluate_model(name: str, model, processor, profile: Profile, records: list[dict] | None = None,
-                   out_root: str | Path | None = None, progress: bool = True) -> dict:
+                   out_root: str | Path | None = None, progress: bool = True, extra: dict | None = None) -> dict:
     records = records if records is not None else test_records(profile)
     import time
     start = time.time()
     raw = generate(model, processor, records, profile, progress=progress)
     seconds = time.time() - start
-    return evaluate_steps(name, records, profile, raw, out_root, extra={"generate_seconds": seconds})
+    return evaluate_steps(name, records, profile, raw, out_root, extra={**(extra or {}), "generate_seconds": seconds})

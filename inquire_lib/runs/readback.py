@@ -1,0 +1,80 @@
+"""Evaluations read back instead of rerun.
+
+A run evaluates the same checkpoint on the same items more than once (notebook 05 re-scores what
+02-04 scored; DAgger's round table and stage 3 play the same held-out tasks). An evaluation's
+metrics file records a key: a sha256 over what decides its result, namely the model's content (its
+weights and configs, `training.grpo.model_digest`), the items (every step record, screenshot bytes
+included, or every task), the profile settings that shape prompts, decoding and episodes
+(`EVAL_SETTINGS`) and the library's own source. A later evaluation with the same key returns the
+stored metrics when its predictions are on disk too; any difference evaluates again and overwrites.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+
+from ..profiles import Profile
+from .paths import REPO_ROOT
+from .records import metrics_file
+
+# fields of the profile that change what an evaluation returns (prompt, image size, decoding, numerics)
+EVAL_SETTINGS = ("seed", "model", "load_in_4bit", "bf16", "min_pixels", "max_pixels", "use_a11y", "a11y_coords",
+                 "use_think", "use_prev_screenshot", "task_last", "eval_batch", "eval_max_new_tokens",
+                 "eval_repetition_penalty", "max_episode_steps", "torch_threads")
+# what each kind of evaluation leaves beside its metrics (`evaluation.steps`, `evaluation.episodes`)
+OUTPUTS = {"step": "step_predictions.jsonl", "task": "trajectories.jsonl"}
+KEY = "eval_key"
+
+
+@functools.lru_cache(maxsize=1)
+def code_digest() -> str:
+    """sha256 over the library's Python source (a changed prompt or scorer changes every key)."""
+    h = hashlib.sha256()
+    root = REPO_ROOT / "inquire_lib"
+    for p in sorted(root.rglob("*.py")):
+        h.update(f"{p.relative_to(root).as_posix()}\0".encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+def _image_bytes(img) -> bytes:
+    return b"" if img is None else f"{img.mode}{img.size}".encode() + img.tobytes()
+
+
+def records_digest(records: list[dict]) -> str:
+    """sha256 over step records: every field, images by their pixels."""
+    h = hashlib.sha256()
+    for rec in records:
+        plain = {k: v for k, v in rec.items() if not hasattr(v, "tobytes")}
+        h.update(json.dumps(plain, sort_keys=True, default=str).encode())
+        for k in sorted(set(rec) - set(plain)):
+            h.update(k.encode() + _image_bytes(rec[k]))
+    return h.hexdigest()
+
+
+def tasks_digest(tasks) -> str:
+    """sha256 over held-out tasks by what names them; their flows follow from these and the code."""
+    fields = ("task_id", "app", "subcategory", "template", "instruction", "intent", "slots")
+    rows = [{f: getattr(t, f, None) for f in fields} for t in tasks]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def eval_key(kind: str, model_digest: str, items_digest: str, profile: Profile) -> str:
+    settings = {k: getattr(profile, k) for k in EVAL_SETTINGS}
+    body = {"kind": kind, "model": model_digest, "items": items_digest, "settings": settings, "code": code_digest()}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def read_back(run_dir: str | Path, kind: str, name: str, key: str) -> dict | None:
+    """The stored metrics of checkpoint `name` when they carry `key` and their predictions exist."""
+    path = metrics_file(run_dir, kind, name)
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get(KEY) != key:
+        return None
+    if not (Path(run_dir) / "eval" / name / OUTPUTS[kind]).is_file():
+        return None
+    return stored

@@ -1,0 +1,86 @@
+"""Evaluations read back: the key changes with anything that changes the result and nothing else;
+a second evaluation of the same checkpoint on the same items loads no model."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from inquire_lib import pipeline
+from inquire_lib.profiles import get_profile
+from inquire_lib.runs import readback
+from inquire_lib.runs.paths import run_dir
+
+
+def _records():
+    img = Image.new("RGB", (8, 16), (10, 20, 30))
+    return [{"id": "t0/0", "instruction": "Open Mail.", "screenshot": img, "prev_screenshot": None},
+            {"id": "t0/1", "instruction": "Open Mail.", "screenshot": img.copy(), "prev_screenshot": None}]
+
+
+def test_records_digest_follows_fields_and_pixels():
+    base = readback.records_digest(_records())
+    assert base == readback.records_digest(_records())
+    changed = _records()
+    changed[1]["screenshot"].putpixel((3, 3), (10, 20, 31))
+    assert readback.records_digest(changed) != base
+    changed = _records()
+    changed[0]["instruction"] = "Open Maps."
+    assert readback.records_digest(changed) != base
+    assert readback.records_digest(_records()[:1]) != base
+
+
+def test_key_follows_evaluation_settings_only():
+    smoke = get_profile("smoke")
+    key = readback.eval_key("step", "m", "r", smoke)
+    assert key == readback.eval_key("step", "m", "r", smoke.replace(grpo_lr=1e-5, sft_steps=3))
+    for change in ({"eval_max_new_tokens": 7}, {"use_think": False}, {"torch_threads": 2}, {"seed": 1}):
+        assert readback.eval_key("step", "m", "r", smoke.replace(**change)) != key, change
+    assert readback.eval_key("task", "m", "r", smoke) != key
+    assert readback.eval_key("step", "m2", "r", smoke) != key
+    assert readback.eval_key("step", "m", "r2", smoke) != key
+
+
+def test_read_back_needs_the_key_and_the_predictions(tmp_path):
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "step_a.json").write_text(json.dumps({"checkpoint": "a", "eval_key": "k1"}))
+    assert readback.read_back(tmp_path, "step", "a", "k1") is None  # no predictions beside it
+    (tmp_path / "eval" / "a").mkdir(parents=True)
+    (tmp_path / "eval" / "a" / "step_predictions.jsonl").write_text("{}\n")
+    assert readback.read_back(tmp_path, "step", "a", "k1") == {"checkpoint": "a", "eval_key": "k1"}
+    assert readback.read_back(tmp_path, "step", "a", "k2") is None
+    assert readback.read_back(tmp_path, "step", "b", "k1") is None
+    assert readback.read_back(tmp_path, "task", "a", "k1") is None  # no trajectories.jsonl
+    (tmp_path / "metrics" / "step_a.json").write_text("{not json")
+    assert readback.read_back(tmp_path, "step", "a", "k1") is None
+
+
+@pytest.mark.slow  # builds the tiny smoke model and generates
+def test_second_evaluation_is_read_back_and_a_new_setting_reruns(monkeypatch):
+    profile = get_profile("smoke").replace(eval_tasks=2, eval_max_new_tokens=8)
+    records = pipeline.test_records(profile)
+    first = pipeline.evaluate_checkpoint(profile, "untrained", records)
+    assert first["eval_key"] and (run_dir(profile) / "eval" / "untrained" / "step_predictions.jsonl").is_file()
+
+    def no_model(*_a, **_k):
+        raise AssertionError("a model was loaded for an evaluation that should be read back")
+
+    monkeypatch.setattr(pipeline, "load_checkpoint", no_model)
+    again = pipeline.evaluate_checkpoint(profile, "untrained", records)
+    assert again == json.loads(json.dumps(first))
+    with pytest.raises(AssertionError, match="read back"):  # another decoding budget: evaluated again
+        pipeline.evaluate_checkpoint(profile.replace(eval_max_new_tokens=9), "untrained", records)
+    with pytest.raises(AssertionError, match="read back"):  # other items: evaluated again
+        pipeline.evaluate_checkpoint(profile, "untrained", records[:-1])
+
+
+@pytest.mark.slow
+def test_task_evaluation_is_read_back(monkeypatch):
+    profile = get_profile("smoke").replace(eval_max_new_tokens=8, max_episode_steps=2)
+    tasks = pipeline.held_out_tasks(profile, 2)
+    first = pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks)
+    monkeypatch.setattr(pipeline, "load_checkpoint", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("loaded")))
+    assert pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks) == json.loads(json.dumps(first))
+    with pytest.raises(AssertionError, match="loaded"):
+        pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks[:1])
