@@ -18,7 +18,9 @@ folder `papermill_runs/<profile>/`; figures in `figures/<profile>/` (see `runs.p
 """
 from __future__ import annotations
 
+import functools
 import gc
+import inspect
 import json
 import time
 from pathlib import Path
@@ -29,7 +31,7 @@ from .evaluation import episodes
 from .evaluation.metrics import headline
 from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs
 from .profiles import Profile, get_profile
-from .runs import readback
+from .runs import readback, timing
 from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
 from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, copy_dir_atomic, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
@@ -37,9 +39,11 @@ from .runs.records import ORDER, REFERENCES
 from .training import task_grpo
 from .training.checkpoints import available_checkpoints, checkpoint_path
 from .training.configs import GRPO_SETTINGS
-from .training.grpo import grpo, model_digest
+from .training.grpo import grpo as _grpo
+from .training.grpo import model_digest
 from .training.models import load_checkpoint
-from .training.sft import base_agent, sft
+from .training.sft import base_agent as _base_agent
+from .training.sft import sft as _sft
 from .viz import explore, inspector, plots, report
 from .viz import overlays as viz
 
@@ -53,6 +57,34 @@ __all__ = [  # what the notebooks use
 ]
 
 
+def _timed(stage: str):
+    """Record the wall time of each call in the run's timings (`runs.timing`), named after the
+    call's checkpoint (its `name`, `variant` or start argument); an evaluation read back counts as such."""
+    def wrap(fn):
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            arg = bound.arguments
+            label = next((arg[k] for k in ("name", "variant") if isinstance(arg.get(k), str)), None)
+            t0 = time.perf_counter()
+            result = fn(*args, **kwargs)
+            reused = isinstance(result, dict) and bool(result.get("read_back"))
+            timing.record(run_dir(get_profile(arg["profile"]), arg.get("out_root")), stage, label,
+                          time.perf_counter() - t0, **({"reused": True} if reused else {}))
+            return result
+        return inner
+    return wrap
+
+
+base_agent = _timed("base agent")(_base_agent)
+sft = _timed("sft")(_sft)
+grpo = _timed("grpo")(_grpo)
+
+
+@_timed("select on validation")
 def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=None) -> dict:
     """Choose among the kept checkpoints of run `name` on the validation split (see `training.selection`);
     afterwards `checkpoint_path(profile, name)` is the chosen one."""
@@ -61,6 +93,7 @@ def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=Non
     return select(profile, name, checkpoint_path(profile, start_name), artifacts_dir(profile) / name, out_root)
 
 
+@_timed("evaluate steps")
 def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None = None, out_root=None) -> dict:
     """Load, evaluate step by step on the test split, free the model; returns the metrics. An
     earlier evaluation of the same model on the same records and settings is read back
@@ -71,7 +104,7 @@ def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None 
     stored = readback.read_back(run_dir(profile, out_root), "step", name, key)
     if stored is not None:
         print(f"{name}: step metrics read back (same model, records and settings)")
-        return stored
+        return {**stored, "read_back": True}
     model, processor = load_checkpoint(profile, path)
     try:
         return evaluate_model(name, model, processor, profile, records, out_root=out_root,
@@ -81,12 +114,14 @@ def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None 
         gc.collect()
 
 
+@_timed("evaluate references")
 def evaluate_references(profile: Profile, records: list[dict] | None = None, out_root=None) -> list[dict]:
     records = records if records is not None else test_records(profile)
     return [evaluate_steps(name, records, profile, reference_outputs(name, records, profile, seed=profile.seed), out_root)
             for name in REFERENCES]
 
 
+@_timed("evaluate tasks")
 def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list | None = None, out_root=None,
                               path: str | None = None, progress: bool = False) -> dict:
     """Load a named checkpoint (or `path`), play the held-out tasks greedily, free the model."""
@@ -96,7 +131,7 @@ def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list | None = 
     stored = readback.read_back(run_dir(profile, out_root), "task", name, key)
     if stored is not None:
         print(f"{name}: task metrics read back (same model, tasks and settings)")
-        return stored
+        return {**stored, "read_back": True}
     model, processor = load_checkpoint(profile, path)
     try:
         return episodes.evaluate_tasks(name, episodes.model_policy(model, processor, profile), tasks, profile,
@@ -131,6 +166,7 @@ def _labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list
     return labeller.states, played
 
 
+@_timed("dagger")
 def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int | None = None,
            steps: int | None = None, tasks_per_round: int | None = None, beta: float | None = None,
            callbacks=None) -> tuple[str, list]:
@@ -173,6 +209,7 @@ def dagger_examples(rounds: list, k: int = 3, seed: int = 0) -> list[dict]:
             for s in picked]
 
 
+@_timed("sft control")
 def sft_control(profile: Profile, start: str, name: str = "sft_more", steps: int | None = None):
     """DAgger's equal-compute control: plain SFT from `start` on the expert's data only, for as many
     steps as all DAgger rounds together, at DAgger's learning rate. A gain of DAgger over this
@@ -208,6 +245,7 @@ def dagger_table(profile: Profile, start: str, rounds: list, control: str, tasks
     return pd.DataFrame(rows).set_index("checkpoint")
 
 
+@_timed("operating curves")
 def operating_curves(profile: Profile, names, records: list[dict] | None = None, verify_biases=(4.0,),
                      n_boot: int = 1000) -> dict[str, dict]:
     """The inquiry operating curve of each named checkpoint on the test split (see
@@ -314,6 +352,7 @@ ABLATIONS: dict[str, tuple[str, dict]] = {
 }
 
 
+@_timed("ablation")
 def run_ablation(profile: Profile, variant: str, train_seed: int = 0, records: list[dict] | None = None,
                  out_root=None) -> dict:
     """Train one variant with the profile's ablation budget, evaluate it step by step, return its

@@ -9,7 +9,7 @@ from PIL import Image
 
 from inquire_lib import pipeline
 from inquire_lib.profiles import get_profile
-from inquire_lib.runs import readback
+from inquire_lib.runs import readback, timing
 from inquire_lib.runs.paths import run_dir
 
 
@@ -68,7 +68,11 @@ def test_second_evaluation_is_read_back_and_a_new_setting_reruns(monkeypatch):
 
     monkeypatch.setattr(pipeline, "load_checkpoint", no_model)
     again = pipeline.evaluate_checkpoint(profile, "untrained", records)
-    assert again == json.loads(json.dumps(first))
+    assert again.pop("read_back") is True and again == json.loads(json.dumps(first)) and "read_back" not in first
+    # the run's timings name both calls, the second as read back
+    lines = [t for t in timing.read(run_dir(profile)) if t["stage"] == "evaluate steps"]
+    assert [(t["name"], t.get("reused", False)) for t in lines] == [("untrained", False), ("untrained", True)]
+    assert lines[0]["seconds"] > lines[1]["seconds"] >= 0
     with pytest.raises(AssertionError, match="read back"):  # another decoding budget: evaluated again
         pipeline.evaluate_checkpoint(profile.replace(eval_max_new_tokens=9), "untrained", records)
     with pytest.raises(AssertionError, match="read back"):  # other items: evaluated again
@@ -81,6 +85,7 @@ def test_task_evaluation_is_read_back(monkeypatch):
     tasks = pipeline.held_out_tasks(profile, 2)
     first = pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks)
     monkeypatch.setattr(pipeline, "load_checkpoint", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("loaded")))
-    assert pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks) == json.loads(json.dumps(first))
+    again = pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks)
+    assert again.pop("read_back") is True and again == json.loads(json.dumps(first))
     with pytest.raises(AssertionError, match="loaded"):
         pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks[:1])

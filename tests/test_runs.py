@@ -248,3 +248,28 @@ def test_default_run_name_and_deaf_notebooks(named_nbdir: Path, nbdir: Path, tmp
     with pytest.raises(runs.OverrideError, match="unknown profile field 'grpo'"):
         runs.run_notebooks("smoke", overrides={"grpo": 1e-4}, out_root=root, notebooks_dir=named_nbdir, log=None)
     assert sorted(p.name for p in (root / "smoke").iterdir()) == ["missed_penalty=2"]
+
+
+def test_stage_timings_land_in_the_manifest_and_the_time_table(tmp_path: Path):
+    """What a notebook's stages record (`runs.timing`) is tagged with that notebook in the manifest,
+    and the run ends with the time table."""
+    d = tmp_path / "nbs"
+    d.mkdir()
+    stage = ("from inquire_lib.runs import timing\nfrom inquire_lib.runs.paths import run_dir\n"
+             "timing.record(run_dir(PROFILE), {!r}, {!r}, {!r}{})")
+    _notebook(d / "01_train.ipynb", stage.format("sft", "sft_full", 75.0, ""))
+    _notebook(d / "02_eval.ipynb", stage.format("evaluate steps", "sft_full", 0.01, ", reused=True"),
+              stage.format("evaluate steps", "untrained", 3.0, ""))
+    lines = []
+    manifest = runs.run_notebooks("smoke", out_root=tmp_path / "runs", notebooks_dir=d, log=lines.append)
+    first, second = manifest["notebooks"]
+    assert first["stages"] == [{"stage": "sft", "name": "sft_full", "seconds": 75.0}]
+    assert second["stages"] == [{"stage": "evaluate steps", "name": "sft_full", "seconds": 0.01, "reused": True},
+                                {"stage": "evaluate steps", "name": "untrained", "seconds": 3.0}]
+    table = lines[-1].splitlines()
+    assert table[0].startswith("time table") and table[1].split() == ["notebook", "/", "stage", "wall"]
+    assert [r.split()[:3] for r in table[2:]][:3] == [["01_train", table[2].split()[1], "ok"],
+                                                      ["sft", "sft_full", "1:15"],
+                                                      ["02_eval", table[4].split()[1], "ok"]]
+    assert table[5].split() == ["evaluate", "steps", "sft_full", "0:00", "read", "back"]
+    assert table[-1].split()[0] == "total"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..profiles import OverrideError, Profile, apply_overrides, check_overrides, default_run_name, get_profile
+from . import timing
 from .paths import (FOLDERS, NOTEBOOKS_DIR, REPO_ROOT, RUN_NAME, check_run_name, root, run_dir, run_name, to_json,
                     write_json_atomic, write_text_atomic)
 
@@ -378,6 +379,7 @@ def run_notebooks(
         say(f"[{i}/{len(notebooks)}] {nb.stem} (profile {prof.name}, run {name})")
         entry["status"] = "running"
         write_json_atomic(manifest_path, manifest)
+        seen = len(timing.read(out_dir))
         t0 = time.perf_counter()
         try:
             with _runs_env(out_dir.parent.parent, name):
@@ -388,6 +390,7 @@ def run_notebooks(
                 )
         except BaseException as exc:  # record interrupts too, then let them through
             entry["duration_s"] = round(time.perf_counter() - t0, 3)
+            entry["stages"] = _stages(out_dir, seen)
             entry["status"] = "failed"
             entry["finished"] = _now()
             entry["error"] = _error_record(exc, executed)
@@ -403,6 +406,7 @@ def run_notebooks(
             raise failure from exc
         stamp_notebook(executed, stamp)
         entry["duration_s"] = round(time.perf_counter() - t0, 3)
+        entry["stages"] = _stages(out_dir, seen)
         entry["status"] = "ok"
         entry["finished"] = _now()
         queued = {p.stem for p in notebooks[i:]}
@@ -412,7 +416,13 @@ def run_notebooks(
             say(f"    stale now (run before {nb.stem} changed): {', '.join(later)}")
 
     finish("ok")
+    say("time table (wall clock, this machine):\n" + timing.table(manifest["notebooks"]))
     return manifest
+
+
+def _stages(out_dir: Path, seen: int) -> list[dict]:
+    """The stage timings a notebook added to its run (`runs.timing`), in order."""
+    return [{k: v for k, v in t.items() if k != "at"} for t in timing.read(out_dir)[seen:]]
 
 
 def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path | None = None,
