@@ -1,6 +1,7 @@
 """What every stage's trainer shares: the result it returns and how it is run and saved."""
 from __future__ import annotations
 
+import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,18 @@ from .models import disable_bnb_cpu_repack
 # `is_activation_checkpointing` (a FutureWarning at every train and generation call: 13 blocks in a
 # smoke run's notebooks). Nothing for us to change until TRL does; the configs already use the new name.
 warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+
+
+class _SameSecondCheckpoints(logging.Filter):
+    """The Trainer orders checkpoints by mtime and, when two were saved within a second (a smoke
+    run saves every step), says mtime "may not be reliable" and orders them by step: that order is
+    the one we rely on anyway (`runs.integrity` reads the step from the name), so the line is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "mtime may not be reliable" not in record.getMessage()
+
+
+logging.getLogger("transformers.trainer_utils").addFilter(_SameSecondCheckpoints())
 
 
 @dataclass
