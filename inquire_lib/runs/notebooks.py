@@ -41,6 +41,19 @@ _PAPERMILL_TAGS = {"injected-parameters", "papermill-error-cell-tag"}
 STORE_WIDGET_STATE = False
 
 
+def _ipc_kernel_manager():
+    """The kernel manager papermill starts kernels with: unix sockets beside the kernel's connection
+    file (the Jupyter runtime folder) instead of loopback TCP, which any local user can reach and
+    which makes every kernel warn that its traffic is unencrypted (a block in each nested run's output)."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IPCKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return IPCKernelManager
+
+
 class NotebookFailed(RuntimeError):
     """A notebook raised while papermill executed it; names the notebook and the failing cell."""
 
@@ -386,7 +399,7 @@ def run_notebooks(
                 papermill.execute_notebook(
                     str(nb), str(executed), parameters=params, kernel_name=kernel_name,
                     cwd=str(workdir), progress_bar=progress_bar, execution_timeout=timeout,
-                    store_widget_state=STORE_WIDGET_STATE,
+                    store_widget_state=STORE_WIDGET_STATE, kernel_manager_class=_ipc_kernel_manager(),
                 )
         except BaseException as exc:  # record interrupts too, then let them through
             entry["duration_s"] = round(time.perf_counter() - t0, 3)
@@ -452,7 +465,8 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
                 papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
                                            cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci(),
                                            execution_timeout=prof.cell_timeout_s,
-                                           store_widget_state=STORE_WIDGET_STATE)
+                                           store_widget_state=STORE_WIDGET_STATE,
+                                           kernel_manager_class=_ipc_kernel_manager())
         except Exception as exc:
             record.update(status="failed", error=_error_record(exc, executed))
         record["duration_s"] = round(time.perf_counter() - t0, 3)
