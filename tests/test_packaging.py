@@ -31,7 +31,8 @@ def test_project_metadata():
     deps = _pins(project["dependencies"])
     assert set(ML_STACK) <= set(deps)
     assert "kernels" not in deps  # it fetches code from a hub at import time
-    assert set(_pins(project["optional-dependencies"]["test"])) == {"pytest", "hypothesis", "import-linter"}
+    assert set(_pins(project["optional-dependencies"]["test"])) == {"pytest", "hypothesis", "import-linter",
+                                                                        "playwright"}
 
 
 def test_pins_match_the_installed_environment():

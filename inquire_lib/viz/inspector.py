@@ -225,7 +225,9 @@ class Inspector:
         w.jslink((self.play, "value"), (self.step_slider, "value"))
         self.step_label = w.HTML()
         self.strip_box = w.Box()
-        self.fig_box = w.HBox()
+        # Rows that wrap instead of squeezing: a squeezed box clips its figures and lets the text
+        # panels cover checkpoint B's (a narrow window puts B below A, the panels below both).
+        self.fig_box = w.HBox(layout=w.Layout(flex_flow="row wrap"))
         self.text_box = w.HBox()
         self.figure_a = self.figure_b = self.strip = None
         self._slots: dict = {}  # kept output widgets by slot name, see _figure_widget
@@ -253,7 +255,8 @@ class Inspector:
             w.HBox([self.category_dd, self.subcategory_dd, self.outcome_dd]),
             w.HBox([self.episode_dd, self.play, self.step_slider, self.step_label]),
         ])
-        self.widget = w.VBox([controls, self.strip_box, w.HBox([self.fig_box, self.text_box])])
+        self.widget = w.VBox([controls, self.strip_box,
+                              w.HBox([self.fig_box, self.text_box], layout=w.Layout(flex_flow="row wrap"))])
 
     # ----- state -------------------------------------------------------------------------------
     def _preds_a(self) -> list[dict]:
