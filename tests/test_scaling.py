@@ -99,6 +99,7 @@ def test_global_batch_split_over_processes_and_accumulation():
 # its episodes end far earlier)
 TOKEN_BOUNDS = {"smoke": {"sft": 4_000, "grpo": 4_000, "task": 12_000},
                 "cpu": {"sft": 10_000, "grpo": 20_000, "task": 64_000},
+                "quick": {"sft": 10_000, "grpo": 20_000, "task": 64_000},  # the cpu sizes, shorter episodes
                 "gpu": {"sft": 4_000, "grpo": 6_000, "task": 14_000}}
 
 
