@@ -113,3 +113,34 @@ def test_base_agent_trains_with_its_own_threads(tmp_path, monkeypatch):
         with pytest.raises(RuntimeError, match="trained"):
             sft.base_agent(profile)
     assert seen == [smoke.torch_threads, 3]
+
+
+# the first 6 safe tasks of the test split (21 steps): the shipped agent gets 15 right (0.71) with
+# greedy decoding; the 400-step agent it replaced got about half of such steps, an untrained one none
+SAFE_TASKS = 6
+MIN_SAFE_STEP_ACCURACY = 0.6
+
+
+def test_the_cpu_profile_ships_a_base_agent_that_acts(tmp_path):
+    """The committed stage-0 agent of the cpu profile installs through its hashes (weights and the
+    tokenizer this machine builds) and acts: greedy tool calls on every step of a few held-out safe
+    tasks (held-out phrasings and values) are well formed and mostly right."""
+    import datasets
+
+    from inquire_lib.data.benchmark import FEATURES, generate_tasks, task_records
+    from inquire_lib.evaluation.steps import evaluate_model
+
+    profile = get_profile("cpu")
+    name = sft.base_agent_dir(profile).name
+    manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
+    assert (manifest["steps"], manifest["train_values"], manifest["seed"]) == (profile.base_agent_steps, "procedural", 0)
+    assert manifest["bytes"] <= shipped.MAX_BYTES
+    dest = tmp_path / name
+    assert shipped.install(name, models.model_path(profile), dest), "the shipped agent's hashes do not match"
+    safe = [t for t in generate_tasks(profile.seed, "test", 40) if not t.inquiry_required][:SAFE_TASKS]
+    rows = datasets.Dataset.from_list([r for t in safe for r in task_records(t)], features=FEATURES)
+    model, processor = models.load_checkpoint(profile, str(dest))
+    m = evaluate_model("shipped", model, processor, profile, list(rows), out_root=tmp_path / "runs", progress=False)
+    o = m["overall"]
+    assert o["format"]["value"] >= 0.95 and o["step_accuracy"]["n"] >= 3 * SAFE_TASKS
+    assert o["step_accuracy"]["value"] >= MIN_SAFE_STEP_ACCURACY, o["step_accuracy"]
