@@ -201,7 +201,7 @@ PROFILES: dict[str, Profile] = {
 PURPOSES: dict[str, str] = {
     "smoke": ("Smoke checks the plumbing, not learning: a ~0.4M-parameter model for a few steps, so trained "
               "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."),
-    "cpu": ("cpu trains the tiny model for real on 2 cores (hours the first time): the papers' claims in "
+    "cpu": ("cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
             "miniature; 160 held-out tasks hold 80 inquiry steps, a 95% CI of about +-11 points."),
     "quick": ("quick shows learning in minutes on 2 cores: the cpu profile's shipped base agent, a few dozen "
               "SFT and GRPO steps, 40 held-out tasks; its intervals are too wide for claims (use cpu)."),
