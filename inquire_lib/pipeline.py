@@ -99,16 +99,23 @@ def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None 
     earlier evaluation of the same model on the same records and settings is read back
     (`runs.readback`), not rerun."""
     records = records if records is not None else test_records(profile)
-    path = checkpoint_path(profile, name)
-    key = readback.eval_key("step", model_digest(path, profile), readback.records_digest(records), profile)
-    stored = readback.read_back(run_dir(profile, out_root), "step", name, key)
+    return _evaluate_once(profile, "step", name, checkpoint_path(profile, name), readback.records_digest(records),
+                          out_root, lambda model, processor, extra: evaluate_model(
+                              name, model, processor, profile, records, out_root=out_root, extra=extra))
+
+
+def _evaluate_once(profile: Profile, kind: str, name: str, path: str | None, items_digest: str, out_root,
+                   evaluate) -> dict:
+    """The stored metrics of an evaluation with the same key (`runs.readback`), marked read back;
+    else load the model at `path`, run `evaluate(model, processor, extra)` and free the model."""
+    key = readback.eval_key(kind, model_digest(path, profile), items_digest, profile)
+    stored = readback.read_back(run_dir(profile, out_root), kind, name, key)
     if stored is not None:
-        print(f"{name}: step metrics read back (same model, records and settings)")
+        print(f"{name}: {kind} metrics read back (same model, items and settings)")
         return {**stored, "read_back": True}
     model, processor = load_checkpoint(profile, path)
     try:
-        return evaluate_model(name, model, processor, profile, records, out_root=out_root,
-                              extra={readback.KEY: key})
+        return evaluate(model, processor, {readback.KEY: key})
     finally:
         del model
         gc.collect()
@@ -127,18 +134,10 @@ def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list | None = 
     """Load a named checkpoint (or `path`), play the held-out tasks greedily, free the model."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     path = path if path is not None else checkpoint_path(profile, name)
-    key = readback.eval_key("task", model_digest(path, profile), readback.tasks_digest(tasks), profile)
-    stored = readback.read_back(run_dir(profile, out_root), "task", name, key)
-    if stored is not None:
-        print(f"{name}: task metrics read back (same model, tasks and settings)")
-        return {**stored, "read_back": True}
-    model, processor = load_checkpoint(profile, path)
-    try:
-        return episodes.evaluate_tasks(name, episodes.model_policy(model, processor, profile), tasks, profile,
-                                       out_root, extra={readback.KEY: key}, progress=progress)
-    finally:
-        del model
-        gc.collect()
+    return _evaluate_once(profile, "task", name, path, readback.tasks_digest(tasks), out_root,
+                          lambda model, processor, extra: episodes.evaluate_tasks(
+                              name, episodes.model_policy(model, processor, profile), tasks, profile, out_root,
+                              extra=extra, progress=progress))
 
 
 def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_full", "grpo_task"),
