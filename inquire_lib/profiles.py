@@ -41,7 +41,7 @@ class Profile:
     # than fp32 on an AVX2-only EPYC), so the switch is ignored; never with 4-bit weights.
     cpu_bf16: bool = False
     gradient_checkpointing: bool = False
-    torch_threads: int = 1  # 2 threads on 2 busy cores thrash (see FINDINGS); 1 is steadier (CI)
+    torch_threads: int = 1  # 2 threads on 2 busy cores thrash (a step 1 s -> 10 s, measured); 1 is steadier (CI)
     # a profile that needs CUDA refuses to start without it (a 3B model in fp32 on CPU runs for days);
     # INQUIRE_ALLOW_CPU=1 lets a test run its configs with the tiny model standing in
     requires_cuda: bool = False
