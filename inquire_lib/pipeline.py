@@ -59,7 +59,7 @@ __all__ = [  # what the notebooks use
 
 def _timed(stage: str):
     """Record the wall time of each call in the run's timings (`runs.timing`), named after the
-    call's checkpoint (its `name`, `variant` or start argument); an evaluation read back counts as such."""
+    call's checkpoint (its `name` or `variant` argument); an evaluation read back is marked as such."""
     def wrap(fn):
         sig = inspect.signature(fn)
 

@@ -171,16 +171,6 @@ PROFILES: dict[str, Profile] = {
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20,
                    # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points
                    eval_batch=64, eval_tasks=160),
-    # the cpu profile's model, data and base agent (shipped, so nothing is trained for stage 0) with
-    # short stages and a small test: learning shows in minutes, with wide intervals
-    "quick": Profile(name="quick", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
-                     train_values="procedural", base_agent_steps=2500, base_agent_from="cpu", torch_threads=2,
-                     test_tasks=120, val_tasks=20, eval_tasks=40, sft_steps=40, sft_lr=1e-3, sft_warmup_steps=5,
-                     sft_save_steps=40, dagger_rounds=1, dagger_tasks=16, dagger_steps=10,
-                     grpo_steps=20, grpo_save_steps=10, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4,
-                     beta=0.04, top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
-                     task_grpo_steps=2, max_episode_steps=10, eval_batch=64, ablation_sft_steps=5,
-                     ablation_grpo_steps=2),
     # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
     # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
     # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
@@ -196,6 +186,13 @@ PROFILES: dict[str, Profile] = {
         eval_batch=16, eval_max_new_tokens=256, eval_tasks=300, lora_r=64, lora_alpha=128,
     ),
 }
+
+# the cpu profile's model, data, prompt and base agent (shipped, so nothing is trained for stage 0)
+# with short stages and a small test: learning shows in minutes, with wide intervals
+PROFILES["quick"] = PROFILES["cpu"].replace(
+    name="quick", base_agent_from="cpu", torch_threads=2, val_tasks=20, eval_tasks=40, sft_steps=40,
+    sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1, dagger_tasks=16, dagger_steps=10, grpo_steps=20,
+    grpo_save_steps=10, task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=5, ablation_grpo_steps=2)
 
 # what each profile can and cannot show; the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {

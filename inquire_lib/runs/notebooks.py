@@ -10,6 +10,7 @@ a run name already used with other overrides is refused.
 from __future__ import annotations
 
 import contextlib
+import functools
 import datetime as _dt
 import importlib.metadata
 import os
@@ -41,6 +42,7 @@ _PAPERMILL_TAGS = {"injected-parameters", "papermill-error-cell-tag"}
 STORE_WIDGET_STATE = False
 
 
+@functools.lru_cache(maxsize=1)
 def _ipc_kernel_manager():
     """The kernel manager papermill starts kernels with: unix sockets beside the kernel's connection
     file (the Jupyter runtime folder) instead of loopback TCP, which any local user can reach and

@@ -38,10 +38,6 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def _image_bytes(img) -> bytes:
-    return b"" if img is None else f"{img.mode}{img.size}".encode() + img.tobytes()
-
-
 def records_digest(records: list[dict]) -> str:
     """sha256 over step records: every field, images by their pixels."""
     h = hashlib.sha256()
@@ -49,7 +45,8 @@ def records_digest(records: list[dict]) -> str:
         plain = {k: v for k, v in rec.items() if not hasattr(v, "tobytes")}
         h.update(json.dumps(plain, sort_keys=True, default=str).encode())
         for k in sorted(set(rec) - set(plain)):
-            h.update(k.encode() + _image_bytes(rec[k]))
+            img = rec[k]
+            h.update(f"{k}{img.mode}{img.size}".encode() + img.tobytes())
     return h.hexdigest()
 
 
