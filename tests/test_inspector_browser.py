@@ -28,6 +28,7 @@ import pytest
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
+import browser as system_chromium  # noqa: E402
 import synthetic_run as syn  # noqa: E402
 
 from inquire_lib.runs import notebooks as runs  # noqa: E402
@@ -36,22 +37,12 @@ from inquire_lib.runs.paths import FOLDERS  # noqa: E402
 pytestmark = pytest.mark.slow
 TOKEN = "inspector-browser-test"
 VIEWPORT = {"width": 1280, "height": 1000}
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-quic", "--no-first-run"]
+CHROMIUM_ARGS = system_chromium.OFFLINE_FLAGS
 NOTEBOOK = "papermill_runs/smoke/default/06_inspect_trajectories.ipynb"  # below the Lab root
 TIMEOUT_MS = 180_000  # running every cell (torch import, reports) on a busy 2-core machine
 # The first draw loads plotly.js into the page and draws three figures: seconds, or tens of
 # seconds when the machine is busy. Every wait ends as soon as its condition holds.
 WAIT_MS = 60_000
-
-
-def _chromium() -> str:
-    path = shutil.which("chromium") or ("/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK)
-                                        else None)
-    if path is None:
-        pytest.fail("Chromium is required for the inspector browser test and was not found: "
-                    "install it with `apt-get install -y chromium` (CI does this in .ci/run).")
-    return path
 
 
 def _free_port() -> int:
@@ -177,7 +168,7 @@ def page(lab):
     from playwright.sync_api import sync_playwright
 
     url, root = lab
-    executable = _chromium()
+    executable = system_chromium.chromium("inspector browser test")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -17,14 +16,13 @@ pytestmark = pytest.mark.slow
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
+import browser  # noqa: E402
 import synthetic_run as syn  # noqa: E402
 
 from inquire_lib.viz.report import report_main, select_steps, write_report  # noqa: E402
 
 GOLD_RGB = (255, 214, 0)  # viz.GOLD_COLOR
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--virtual-time-budget=5000"]
+CHROMIUM_FLAGS = ["--headless", *browser.OFFLINE_FLAGS, "--virtual-time-budget=5000"]
 
 
 def _cards(text: str) -> list[str]:
@@ -169,17 +167,8 @@ def test_report_main_exit_codes(tmp_path, capsys):
 
 # ----- in a real browser -------------------------------------------------------------------------
 
-def _chromium() -> str:
-    path = shutil.which("chromium") or ("/usr/bin/chromium" if os.access("/usr/bin/chromium", os.X_OK)
-                                        else None)
-    if path is None:
-        pytest.fail("Chromium is required for the report browser test and was not found: "
-                    "install it with `apt-get install -y chromium` (CI does this in .ci/run).")
-    return path
-
-
 def _run_chromium(tmp_path: Path, name: str, *args: str) -> subprocess.CompletedProcess:
-    cmd = [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + name)}", *args]
+    cmd = [browser.chromium("report browser test"), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + name)}", *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, f"chromium exited {proc.returncode}: {proc.stderr[-2000:]}"
     return proc
