@@ -106,6 +106,19 @@ def test_successful_run_writes_copy_and_manifest(nbdir: Path, tmp_path: Path):
     assert entry["executed"] == str(executed)
 
 
+def test_kernels_talk_over_private_sockets_outside_the_repository(nbdir: Path, tmp_path: Path):
+    a, b = runs._ipc_kernel_manager()(), runs._ipc_kernel_manager()()
+    folder = Path(a.ip).parent
+    assert a.transport == b.transport == "ipc" and a.ip != b.ip  # two kernels never share socket names
+    assert folder.stat().st_mode & 0o077 == 0 and runs.REPO_ROOT not in folder.parents
+    assert len(a.ip) + len("-65535") <= 107  # the longest socket path a unix socket accepts
+    before = set(runs.REPO_ROOT.glob("kernel-*ipc*"))
+    runs.run_notebooks("smoke", only=["01"], out_root=tmp_path / "runs",
+                       parameters={"OUT": str(tmp_path / "r.json")}, notebooks_dir=nbdir, log=None)
+    assert set(runs.REPO_ROOT.glob("kernel-*ipc*")) == before
+    assert not list(folder.iterdir())  # the kernel removed its sockets at shutdown
+
+
 def test_failure_names_notebook_and_cell_and_stops(nbdir: Path, tmp_path: Path):
     out = tmp_path / "result.json"
     with pytest.raises(runs.NotebookFailed) as info:

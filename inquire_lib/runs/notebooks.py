@@ -44,14 +44,28 @@ STORE_WIDGET_STATE = False
 
 @functools.lru_cache(maxsize=1)
 def _ipc_kernel_manager():
-    """The kernel manager papermill starts kernels with: unix sockets beside the kernel's connection
-    file (the Jupyter runtime folder) instead of loopback TCP, which any local user can reach and
-    which makes every kernel warn that its traffic is unencrypted (a block in each nested run's output)."""
+    """The kernel manager papermill starts kernels with: unix sockets in a private temporary folder
+    instead of loopback TCP, which any local user can reach and which makes every kernel warn that its
+    traffic is unencrypted (a block in each nested run's output)."""
+    import atexit
+    import tempfile
+    import uuid
+
     from jupyter_client.manager import AsyncKernelManager
-    from traitlets import CaselessStrEnum
+    from traitlets import CaselessStrEnum, default
+
+    # jupyter_client's default prefix is "kernel-ipc" in the working directory: a killed run would leave
+    # its sockets in the repository and two runs from one folder would share names. A socket path has at
+    # most 107 bytes, so the folder is a short one under the system's temporary directory (mode 0700).
+    folder = Path(tempfile.mkdtemp(prefix="inquire-ipc-"))
+    atexit.register(lambda: folder.rmdir() if not any(folder.iterdir()) else None)
 
     class IPCKernelManager(AsyncKernelManager):
         transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+        @default("ip")
+        def _private_socket_prefix(self) -> str:
+            return str(folder / f"k{uuid.uuid4().hex[:12]}")
 
     return IPCKernelManager
 
