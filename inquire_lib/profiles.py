@@ -17,6 +17,8 @@ from typing import Any, Iterable
 
 from .world.values import TRAIN_VALUES
 
+TOKENIZER_SPACES = ("attached", "isolated")
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -34,6 +36,11 @@ class Profile:
     train_values: str = "fixed"
     # --- model ---
     model: str = "tiny:cpu"  # "tiny:<size>" builds offline; anything else is a hub id or local path
+    # how the tiny model's byte-level BPE treats a space: "attached" to the next word (GPT-2 style: " Dante"
+    # in an instruction and "Dante" after a quote in the action are different tokens, so typing a value
+    # means translating its first word) or "isolated" (a space is a token of its own, so a word is the same
+    # tokens wherever it stands and copying a value is copying token ids; about a third more tokens)
+    tokenizer_spaces: str = "attached"
     load_in_4bit: bool = False
     bf16: bool = False
     # bf16 autocast when training full weights on a CPU with native bf16 matmuls (AVX-512 BF16 or
@@ -223,6 +230,7 @@ _FIXED = ("name", "overrides")
 # str fields that take one of a few words
 CHOICES: dict[str, tuple[str, ...]] = {
     "train_values": TRAIN_VALUES,
+    "tokenizer_spaces": TOKENIZER_SPACES,
     # a profile that trains its own stage 0 ("" : this profile's own)
     "base_agent_from": ("",) + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from),
 }

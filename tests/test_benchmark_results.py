@@ -68,3 +68,31 @@ def test_trainer_benchmarks_match_their_profile(name, fields):
     assert result["ratio"] == pytest.approx(median(ours) / median(bare), abs=2e-4)
     op = (lambda r, q: r <= q) if name == "grpo_step" else (lambda r, q: r >= q)
     assert result["meets_requirement"] == op(result["ratio"], result["required_ratio"])
+
+
+def test_cpu_efficiency_recomputes_its_ratios_and_measured_what_it_names():
+    import cpu_efficiency as bench
+
+    result = load("cpu_efficiency")
+    run, skipped = bench.settings(result["native_bf16"])
+    assert [r["setting"] for r in result["sft"]] == [r["setting"] for r in result["grpo"]] == [s[0] for s in run]
+    assert result["skipped"] == skipped
+    base_sft = next(r for r in result["sft"] if r["setting"] == "1 thread fp32")
+    base_grpo = next(r for r in result["grpo"] if r["setting"] == "1 thread fp32")
+    for row, (name, procs, threads, bf16) in zip(result["sft"], run):
+        assert (row["processes"], row["threads_per_process"]) == (procs, threads)
+        assert row["precision"] == ("bf16" if bf16 and result["native_bf16"] else "fp32")
+        assert row["examples_per_s"] == pytest.approx(row["steps"] * row["batch"] / row["train_runtime_s"], rel=1e-2)
+        assert row["speedup"] == pytest.approx(row["examples_per_s"] / base_sft["examples_per_s"], abs=2e-3)
+        assert len(row["loss"]) == row["steps"]
+        if "mfu" in row:  # one process: tokens/s known, MFU against the peak of the same precision and threads
+            peak = result["matmul_peak_gflop_s"][f"{row['precision']}_{procs * threads}t"]
+            assert row["mfu"] == pytest.approx(6 * result["params"] * row["tokens_per_s"] / 1e9 / peak, rel=1e-2)
+    for row in result["grpo"]:
+        assert row["time_ratio"] == pytest.approx(row["seconds_per_step"] / base_grpo["seconds_per_step"], abs=2e-3)
+    best = max(result["sft"], key=lambda r: r["examples_per_s"])
+    assert result["best_sft"] == {"setting": best["setting"], "speedup": best["speedup"], "required": 3.0}
+    # the same seed and batches: every fp32 setting follows the same loss curve
+    fp32 = [r["loss"] for r in result["sft"] if r["precision"] == "fp32"]
+    for curve in fp32[1:]:
+        assert bench.loss_agreement(fp32[0], curve)["sound"]

@@ -96,6 +96,48 @@ def test_the_tokenizer_corpus_follows_train_values():
     assert models._corpus(n_tasks=6, train_values="fixed") == fixed
 
 
+def _sublist(small: list, big: list) -> bool:
+    return any(big[i:i + len(small)] == small for i in range(len(big) - len(small) + 1))
+
+
+def test_isolated_spaces_make_a_value_the_same_tokens_in_the_instruction_and_in_the_action():
+    """Typing a held-out value is a copy of token ids only when spaces stand alone: with GPT-2's
+    attached spaces the value's first word differs after a space and after the action's quote."""
+    import json
+
+    from inquire_lib.world.values import POOLS
+
+    held_out = ["Dante Moreau", "got the tickets", "travel pillow", "Lakeside Pier", "Quarterly report", "18"]
+    assert {"Dante", "Moreau", "got the tickets", "travel pillow", "Lakeside Pier", "Quarterly report", 18} <= {
+        v for _, test in POOLS.values() for v in test}
+    for spaces, copies in (("isolated", True), ("attached", False)):
+        tok = models.build_tokenizer(1024, "procedural", spaces)
+        same = []
+        for value in held_out:
+            instruction = f"Please send {value} to them now."
+            action = json.dumps({"action": "type", "text": value})
+            quoted = tok(json.dumps(value), add_special_tokens=False)["input_ids"][1:-1]  # between the quotes
+            assert _sublist(quoted, tok(action, add_special_tokens=False)["input_ids"])
+            same.append(_sublist(quoted, tok(instruction, add_special_tokens=False)["input_ids"]))
+            assert tok.decode(tok(instruction)["input_ids"]) == instruction  # spaces come back as they were
+        assert all(same) if copies else not any(same[:-1]), (spaces, same)
+    with pytest.raises(ValueError, match="attached or isolated"):
+        models.build_tokenizer(1024, "fixed", "glued")
+
+
+def test_tokenizer_spaces_get_a_cache_of_their_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    from inquire_lib.profiles import apply_overrides
+    from inquire_lib.training.sft import base_agent_dir
+
+    cpu = get_profile("cpu")
+    isolated = apply_overrides(cpu, {"tokenizer_spaces": "isolated"})
+    assert models.tiny_dir(isolated) == tmp_path / "models" / "tiny-cpu-s0-procedural-spaces-isolated"
+    assert models.tiny_dir(cpu) == tmp_path / "models" / "tiny-cpu-s0-procedural"
+    assert base_agent_dir(isolated) != base_agent_dir(cpu)
+    assert base_agent_dir(cpu).name == "base-agent-cpu-s0-v2-procedural"  # the shipped one keeps its name
+
+
 def test_screen_becomes_32_image_tokens(cache):
     _, path = cache
     proc = models.load_processor(path, SMOKE)

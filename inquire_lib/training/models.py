@@ -54,12 +54,20 @@ def _corpus(n_tasks: int = 600, seed: int = 12345, train_values: str = "fixed") 
     return lines
 
 
-def build_tokenizer(vocab_size: int, train_values: str = "fixed"):
+def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = "attached"):
+    """A byte-level BPE trained on the world's text; `spaces` is the profile's `tokenizer_spaces`."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if spaces == "isolated":
+        # every space its own piece before GPT-2's word split: no token starts with a space, so a
+        # value reads the same after a space (instruction, screen) and after a quote (the action)
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(" ", behavior="isolated"),
+                                                     pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    elif spaces != "attached":
+        raise ValueError(f"tokenizer_spaces must be attached or isolated, not {spaces!r}")
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
@@ -92,7 +100,7 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     profile = profile or get_profile("smoke" if size == "smoke" else "cpu")
     torch.manual_seed(seed)
     random.seed(seed)
-    tok = build_tokenizer(spec["vocab"], profile.train_values)
+    tok = build_tokenizer(spec["vocab"], profile.train_values, profile.tokenizer_spaces)
     image_proc = Qwen2VLImageProcessor(min_pixels=profile.min_pixels, max_pixels=profile.max_pixels,
                                        size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels})
     processor = Qwen2_5_VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=Qwen2VLVideoProcessor(),
@@ -124,16 +132,20 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
         processor.save_pretrained(tmp)
         # train_values only when not the default, so that a default build stays byte-identical
         extra = {} if profile.train_values == "fixed" else {"train_values": profile.train_values}
+        if profile.tokenizer_spaces != "attached":
+            extra["tokenizer_spaces"] = profile.tokenizer_spaces
         (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec, **extra}))
         write_marker(tmp)
     return out_dir
 
 
 def tiny_dir(profile: Profile) -> Path:
-    """The tiny model's cache folder: one per size, seed and `train_values` (the tokenizer is built
-    from that kind of training text); the default "fixed" keeps the name it always had."""
+    """The tiny model's cache folder: one per size, seed, `train_values` (the tokenizer is built from
+    that kind of training text) and `tokenizer_spaces`; the defaults keep the name it always had."""
     size = profile.model.split(":", 1)[1]
     suffix = "" if profile.train_values == "fixed" else f"-{profile.train_values}"
+    if profile.tokenizer_spaces != "attached":
+        suffix += f"-spaces-{profile.tokenizer_spaces}"
     return cache_dir() / "models" / f"tiny-{size}-s{profile.seed}{suffix}"
 
 

@@ -64,7 +64,7 @@ BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the
 # own (cached under a hash of those overrides); any other override shares the profile's
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
-                     "sft_batch", "train_values", "task_last")
+                     "sft_batch", "train_values", "task_last", "tokenizer_spaces")
 
 
 def base_agent_source(profile: Profile) -> Profile:
