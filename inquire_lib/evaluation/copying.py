@@ -1,0 +1,58 @@
+"""Does the agent copy a value or recall one? A teacher-forced probe of the `type` steps.
+
+For each step whose gold action types a text, the prompt and the gold completion up to "Type: " (where
+the reasoning first writes the value) go through the model in one forward pass with the value appended;
+each of the value's tokens counts as right when it is the arg-max after the gold tokens before it. The
+first token is where the value must be found in the instruction; the later ones can follow it by
+copying. Greedy decoding gets a value right only if all of them are. Read with the step metrics: a low
+first-token score with high later ones means the agent copies once started; low later ones on values it
+was trained on mean it recalls likely values instead of copying.
+"""
+from __future__ import annotations
+
+import json
+
+import torch
+
+from ..agent.prompts import to_training_record
+from ..profiles import Profile
+from .metrics import wilson
+
+MARK = "Type: "
+
+
+def value_token_accuracy(model, processor, records: list[dict], profile: Profile) -> dict:
+    """{"steps", "first": Wilson CI of first tokens right, "later": of the later tokens} over the
+    `type` steps of `records` (step records as `data.benchmark` builds them)."""
+    first = later = n_later = steps = 0
+    model.eval()
+    for rec in records:
+        action = json.loads(rec["gold_action"])
+        if action.get("action") != "type":
+            continue
+        tr = to_training_record(rec, profile)
+        prompt = processor.apply_chat_template(tr["prompt"], tokenize=False, add_generation_prompt=True)
+        completion = tr["completion"][0]["content"][0]["text"]
+        cut = completion.find(MARK)
+        if cut < 0 or not completion[cut + len(MARK):].startswith(action["text"]):
+            raise ValueError(f"{rec['id']}: the gold reasoning does not write the value after {MARK!r}")
+        cut += len(MARK)
+        before = prompt + completion[:cut]
+        if profile.tokenizer_spaces == "attached":
+            before = before[:-1]  # the space is the first byte of the value's first token
+        images = [tr["images"]] if tr["images"] else None
+        ids = processor(text=[prompt + completion[:cut] + action["text"]], images=images, return_tensors="pt")
+        head = processor(text=[before], images=images, return_tensors="pt")["input_ids"][0]
+        full, k = ids["input_ids"][0], len(head)
+        if not torch.equal(full[:k], head):
+            raise ValueError(f"{rec['id']}: the value's tokens do not start at a token boundary")
+        with torch.no_grad():
+            predicted = model(**ids).logits[0, k - 1:-1].argmax(-1)
+        gold = full[k:]
+        if len(gold) == 0:
+            raise ValueError(f"{rec['id']}: the value {action['text']!r} has no tokens of its own")
+        steps += 1
+        first += int(predicted[0] == gold[0])
+        later += int((predicted[1:] == gold[1:]).sum())
+        n_later += len(gold) - 1
+    return {"steps": steps, "first": wilson(first, steps), "later": wilson(later, n_later)}
