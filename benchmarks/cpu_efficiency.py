@@ -119,7 +119,7 @@ def sft_runs(profile_name: str, steps: int, params: int, peak: dict, chosen: lis
 
     base = _profile(profile_name, 1, False)
     records = training_records(benchmark(base)["train"], base, 1.0, base.sft_inquiry_oversample)
-    rows = []
+    rows, tokens_seen = [], None
     for name, procs, threads, bf16 in chosen:
         profile = _profile(profile_name, threads, bf16)
         from inquire_lib.training.devices import uses_bf16
@@ -128,11 +128,14 @@ def sft_runs(profile_name: str, steps: int, params: int, peak: dict, chosen: lis
             out = _sft_one_process(profile, records, steps, f"bench_sft_{len(rows)}")
             runtime, losses = train_runtime(out["log_history"]), [e["loss"] for e in out["log_history"] if "loss" in e]
             tps = _tokens_per_s(out["log_history"], runtime)
+            tokens_seen = tps * runtime if tps else tokens_seen
             times = sorted(out["step_times"][1:])
             median_step = statistics.median(times)
         else:
             out = _launch("sft", profile_name, threads, bf16, steps, f"bench_sft_{len(rows)}", None)
-            runtime, losses, tps, median_step = out["seconds"], out["loss"], None, None
+            runtime, losses, median_step = out["seconds"], out["loss"], None
+            # the same seed and batches as the one-process rows: their token count over this runtime
+            tps = tokens_seen / runtime if tokens_seen else None
         precision = "bf16" if (bf16 and uses_bf16(profile)) else "fp32"
         eps = steps * profile.sft_batch / runtime
         row = {"setting": name, "stage": "sft", "processes": procs, "threads_per_process": threads,
