@@ -209,8 +209,9 @@ PURPOSES: dict[str, str] = {
               "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."),
     "cpu": ("cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
             "miniature; 160 held-out tasks hold 80 inquiry steps, a 95% CI of about +-11 points."),
-    "quick": ("quick shows learning in minutes on 2 cores: the cpu profile's shipped base agent, a few dozen "
-              "SFT and GRPO steps, 40 held-out tasks; its intervals are too wide for claims (use cpu)."),
+    "quick": ("quick shows SFT learning to ask in minutes on 2 cores: the cpu profile's shipped base agent, "
+              "40 SFT and 20 GRPO steps, 40 held-out tasks; 20 GRPO steps do not move ISR and its intervals "
+              "are too wide for claims (use cpu)."),
     "gpu": "gpu runs Qwen2.5-VL-3B with 4-bit QLoRA on one GPU: the full-size recipe.",
 }
 
