@@ -21,6 +21,15 @@ from .metrics import wilson
 MARK = "Type: "
 
 
+def _value_tokens(tokenizer, head: str, value: str) -> list[int]:
+    """The tokens `value` adds after `head`, whatever the tokenizer does with the space before it
+    (GPT-2's byte-level BPE glues it to the value's first word; others keep it apart)."""
+    before = tokenizer(head, add_special_tokens=False)["input_ids"]
+    after = tokenizer(head + value, add_special_tokens=False)["input_ids"]
+    same = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), min(len(before), len(after)))
+    return after[same:]
+
+
 def value_token_accuracy(model, processor, records: list[dict], profile: Profile) -> dict:
     """{"steps", "first": Wilson CI of first tokens right, "later": of the later tokens} over the
     `type` steps of `records` (step records as `data.benchmark` builds them)."""
@@ -36,21 +45,15 @@ def value_token_accuracy(model, processor, records: list[dict], profile: Profile
         cut = completion.find(MARK)
         if cut < 0 or not completion[cut + len(MARK):].startswith(action["text"]):
             raise ValueError(f"{rec['id']}: the gold reasoning does not write the value after {MARK!r}")
-        cut += len(MARK)
-        before = prompt + completion[:cut]
-        if profile.tokenizer_spaces == "attached":
-            before = before[:-1]  # the space is the first byte of the value's first token
-        images = [tr["images"]] if tr["images"] else None
-        ids = processor(text=[prompt + completion[:cut] + action["text"]], images=images, return_tensors="pt")
-        head = processor(text=[before], images=images, return_tensors="pt")["input_ids"][0]
-        full, k = ids["input_ids"][0], len(head)
-        if not torch.equal(full[:k], head):
-            raise ValueError(f"{rec['id']}: the value's tokens do not start at a token boundary")
+        head = completion[:cut + len(MARK)]
+        gold = torch.tensor(_value_tokens(processor.tokenizer, head, action["text"]))
+        ids = processor(text=[prompt + head + action["text"]], images=[tr["images"]] if tr["images"] else None,
+                        return_tensors="pt")
+        k = ids["input_ids"].shape[1] - len(gold)
+        if len(gold) == 0 or not torch.equal(ids["input_ids"][0, k:], gold):
+            raise ValueError(f"{rec['id']}: the value {action['text']!r} has no tokens of its own at the end")
         with torch.no_grad():
             predicted = model(**ids).logits[0, k - 1:-1].argmax(-1)
-        gold = full[k:]
-        if len(gold) == 0:
-            raise ValueError(f"{rec['id']}: the value {action['text']!r} has no tokens of its own")
         steps += 1
         first += int(predicted[0] == gold[0])
         later += int((predicted[1:] == gold[1:]).sum())

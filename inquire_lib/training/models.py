@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..profiles import Profile
+from ..profiles import TOKENIZER_SPACES, Profile
 from ..runs.paths import atomic_dir, cache_dir
 from .configs import quantization_config
 
@@ -59,15 +59,14 @@ def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = 
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
+    if spaces not in TOKENIZER_SPACES:
+        raise ValueError(f"tokenizer_spaces must be {' or '.join(TOKENIZER_SPACES)}, not {spaces!r}")
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    if spaces == "isolated":
-        # every space its own piece before GPT-2's word split: no token starts with a space, so a
-        # value reads the same after a space (instruction, screen) and after a quote (the action)
-        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(" ", behavior="isolated"),
-                                                     pre_tokenizers.ByteLevel(add_prefix_space=False)])
-    elif spaces != "attached":
-        raise ValueError(f"tokenizer_spaces must be attached or isolated, not {spaces!r}")
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    # "isolated": every space its own piece before GPT-2's word split, so no token starts with a space and
+    # a value reads the same after a space (instruction, screen) and after a quote (the action)
+    tok.pre_tokenizer = byte_level if spaces == "attached" else pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(" ", behavior="isolated"), byte_level])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
