@@ -67,20 +67,23 @@ def machine() -> dict:
 
 @contextlib.contextmanager
 def private_artifacts(prefix: str):
-    """Checkpoints of a benchmark go to a temporary artifacts folder, removed afterwards."""
-    variable = FOLDERS["artifacts"][0]
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
-    old = os.environ.get(variable)
-    os.environ[variable] = str(folder)
+    """Checkpoints of a benchmark go to a temporary artifacts folder (yielded) and its tracker logs to
+    a temporary runs folder, both removed afterwards: a benchmark never writes into the user's runs."""
+    folders = {"artifacts": Path(tempfile.mkdtemp(prefix=prefix)), "runs": Path(tempfile.mkdtemp(prefix=prefix + "runs-"))}
+    old = {FOLDERS[k][0]: os.environ.get(FOLDERS[k][0]) for k in folders}
+    for key, folder in folders.items():
+        os.environ[FOLDERS[key][0]] = str(folder)
     os.environ.setdefault("CI", "1")  # no progress bars in either trainer
     try:
-        yield folder
+        yield folders["artifacts"]
     finally:
-        if old is None:
-            os.environ.pop(variable, None)
-        else:
-            os.environ[variable] = old
-        shutil.rmtree(folder, ignore_errors=True)
+        for variable, value in old.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
+        for folder in folders.values():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def bare_model(profile, start: str, base: str | None = None):

@@ -96,3 +96,21 @@ def test_cpu_efficiency_recomputes_its_ratios_and_measured_what_it_names():
     fp32 = [r["loss"] for r in result["sft"] if r["precision"] == "fp32"]
     for curve in fp32[1:]:
         assert bench.loss_agreement(fp32[0], curve)["sound"]
+
+
+def test_a_benchmark_writes_neither_checkpoints_nor_tracker_logs_into_the_users_folders(monkeypatch, tmp_path):
+    from _common import private_artifacts
+
+    from inquire_lib.profiles import get_profile as profile_of
+    from inquire_lib.runs import paths, tracking
+
+    monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("INQUIRE_ARTIFACTS", str(tmp_path / "artifacts"))
+    with private_artifacts("inquire-test-bench-") as artifacts:
+        assert paths.root("artifacts") == artifacts and artifacts.is_dir()
+        logged = tracking.log_dir(profile_of("smoke"), "bench_sft_0")
+        assert tmp_path not in logged.parents
+        scratch = [artifacts, paths.root("runs")]
+    assert all(not p.exists() for p in scratch)
+    assert paths.root("runs") == tmp_path / "runs" and paths.root("artifacts") == tmp_path / "artifacts"
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "artifacts").exists()
