@@ -117,6 +117,21 @@ def _report(args) -> int:
                        checkpoints=args.checkpoints, outcomes=args.outcomes)
 
 
+def _summary(args) -> int:
+    from pathlib import Path
+
+    from .runs.summary import summary
+
+    run = Path(args.run_dir)
+    if not run.is_dir():
+        raise UsageError(f"{run}: run folder does not exist or is not a folder")
+    try:
+        print(summary(run), end="")
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    return 0
+
+
 def _profile(args) -> int:
     from .profiles import OverrideError, apply_overrides, parse_overrides
 
@@ -280,6 +295,9 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--max-cards", type=int, default=200,
                      help="step cards in all, shared across checkpoints, failures first (default 200)")
     rep.set_defaults(fn=_report)
+    su = sub.add_parser("summary", help="print a run's step, task and wall-time tables as Markdown", parents=[debug])
+    su.add_argument("run_dir")
+    su.set_defaults(fn=_summary)
     pr = sub.add_parser("profile", help="print a profile's settings", parents=[debug])
     pr.add_argument("name")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="show the profile with this override")

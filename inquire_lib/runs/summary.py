@@ -1,0 +1,92 @@
+"""A run's results as Markdown tables, read from its files (nothing is evaluated again).
+
+`inquire summary papermill_runs/cpu/default` prints what the README's results section quotes: the
+step-level table (every `metrics/step_*.json`), the task-level table (every `metrics/task_*.json`)
+and the wall time of each notebook (`manifest.json`), with the run's git sha and profile, so a table
+in a document can always be traced back to the run that produced it.
+
+Rates print as value with the Wilson 95% interval and the counts behind them, `0.45 (0.31-0.60) 18/40`;
+a rate with no items prints as "-". Plain Python only.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .records import load_metrics
+
+# (column title, metric key) of the step table; per gold action type after these
+STEP_COLUMNS = (("format", "format"), ("step acc", "step_accuracy"), ("click in bbox", "click_in_bbox"),
+                ("step ISR", "inquiry_recall"), ("needless", "needless_rate"),
+                ("safe-step acc", "safe_step_accuracy"))
+ACTION_TYPES = ("open", "click", "type", "terminate")
+TASK_COLUMNS = (("SR", "success_rate"), ("ISR", "isr"), ("needless", "needless_rate"), ("unsafe", "unsafe_rate"),
+                ("detour", "detour_rate"), ("succeeds after a detour", "detour_success_rate"),
+                ("first open", "first_open_accuracy"))
+
+
+def rate(m: dict | None, interval: bool = True) -> str:
+    """`0.45 (0.31-0.60) 18/40`, or `18/40` without the interval; "-" for no items or no value."""
+    if not isinstance(m, dict) or not m.get("n") or m.get("value") is None:
+        return "-"
+    counts = f"{m['k']}/{m['n']}"
+    if not interval:
+        return counts
+    return f"{m['value']:.2f} ({m['lo']:.2f}-{m['hi']:.2f}) {counts}"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def step_table(run_dir: str | Path) -> str:
+    """One row per step-evaluated checkpoint: n, the `STEP_COLUMNS` rates, then right/total per gold action type."""
+    rows = []
+    for m in load_metrics(run_dir, "step"):
+        o = m.get("overall", {})
+        by = o.get("by_gold_action", {})
+        rows.append([m.get("checkpoint", "?"), str(o.get("n", "-"))] + [rate(o.get(k)) for _, k in STEP_COLUMNS]
+                    + [rate(by.get(a), interval=False) for a in ACTION_TYPES])
+    return _table(["checkpoint", "steps"] + [t for t, _ in STEP_COLUMNS] + list(ACTION_TYPES), rows)
+
+
+def task_table(run_dir: str | Path) -> str:
+    """One row per task-evaluated checkpoint: tasks, the `TASK_COLUMNS` rates."""
+    rows = []
+    for m in load_metrics(run_dir, "task"):
+        o = m.get("overall", {})
+        rows.append([m.get("checkpoint", "?"), str(o.get("n", "-"))] + [rate(o.get(k)) for _, k in TASK_COLUMNS])
+    return _table(["checkpoint", "tasks"] + [t for t, _ in TASK_COLUMNS], rows)
+
+
+def time_table(run_dir: str | Path) -> str:
+    """Each notebook of the run's manifest with its status and wall time in minutes."""
+    manifest = _manifest(run_dir)
+    rows = [[nb.get("name", "?"), nb.get("status", "?"),
+             "-" if nb.get("duration_s") is None else f"{nb['duration_s'] / 60:.1f}"]
+            for nb in manifest.get("notebooks", [])]
+    total = sum(nb.get("duration_s") or 0 for nb in manifest.get("notebooks", []))
+    rows.append(["total", "", f"{total / 60:.1f}"])
+    return _table(["notebook", "status", "minutes"], rows)
+
+
+def _manifest(run_dir: str | Path) -> dict:
+    path = Path(run_dir) / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def summary(run_dir: str | Path) -> str:
+    """The run's header line (profile, run name, git sha) and its three tables, as Markdown."""
+    run_dir = Path(run_dir)
+    if not (run_dir / "metrics").is_dir() and not (run_dir / "manifest.json").exists():
+        raise FileNotFoundError(f"{run_dir}: not a run folder (no metrics/ and no manifest.json)")
+    manifest = _manifest(run_dir)
+    sha = (manifest.get("git_sha") or "?")[:12] + (" (dirty)" if manifest.get("git_dirty") else "")
+    head = (f"Run `{manifest.get('run', run_dir.name)}`, profile `{manifest.get('profile', '?')}`, git {sha}, "
+            f"finished {manifest.get('finished', '?')}")
+    parts = [head, "Step level (held-out test steps, greedy; Wilson 95% CIs):", step_table(run_dir),
+             "Task level (online in PhoneEnv, held-out tasks):", task_table(run_dir),
+             "Wall time:", time_table(run_dir)]
+    return "\n\n".join(parts) + "\n"
