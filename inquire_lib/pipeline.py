@@ -53,7 +53,7 @@ __all__ = [  # what the notebooks use
     "available_checkpoints", "checkpoint_path", "GRPO_SETTINGS", "grpo", "base_agent", "sft", "explore", "inspector",
     "plots", "report", "viz", "profile_of", "save_fig", "write_notebook_metrics", "grpo_settings",
     "select_checkpoint", "evaluate_checkpoint", "evaluate_references", "evaluate_checkpoint_tasks",
-    "evaluate_all_tasks", "load_metrics", "load_task_metrics", "load_predictions", "run_ablation", "ablation_summary",
+    "evaluate_all_tasks", "load_metrics", "load_task_metrics", "load_predictions", "ablations",
 ]
 
 
@@ -338,56 +338,5 @@ def profile_of(name: str, seed: int | None = None, overrides: dict | None = None
     return profile
 
 
-# ------------------------------------------------------------------------------------ ablations
-# variant -> (stage, profile overrides). SFT variants start from the base agent, GRPO variants from
-# sft_weak; every variant of a stage gets the same budget, so each differs from its stage's
-# baseline in one switch only.
-ABLATIONS: dict[str, tuple[str, dict]] = {
-    "sft_baseline": ("sft", {}),
-    "sft_no_a11y": ("sft", {"use_a11y": False}),
-    "sft_no_think": ("sft", {"use_think": False}),
-    "grpo_shaped": ("grpo", {}),
-    "grpo_papers_reward": ("grpo", {"missed_penalty": 0.0, "needless_penalty": 0.0}),
-}
-
-
-@_timed("ablation")
-def run_ablation(profile: Profile, variant: str, train_seed: int = 0, records: list[dict] | None = None,
-                 out_root=None) -> dict:
-    """Train one variant with the profile's ablation budget, evaluate it step by step, return its
-    metrics (also written as metrics/step_abl_<variant>_s<seed>.json)."""
-    stage, overrides = ABLATIONS[variant]
-    vp = profile.replace(train_seed=train_seed, **overrides)
-    name = f"abl_{variant}_s{train_seed}"
-    if stage == "sft":
-        res = sft(vp, name=name, inquiry_fraction=1.0, max_steps=profile.ablation_sft_steps)
-    else:
-        res = grpo(vp, start=checkpoint_path(profile, "sft_weak"), name=name, max_steps=profile.ablation_grpo_steps)
-    records = records if records is not None else test_records(vp)
-    model, processor = load_checkpoint(vp, res.path)
-    try:
-        metrics = evaluate_model(name, model, processor, vp, records, out_root=out_root)
-    finally:
-        del model
-        gc.collect()
-    metrics.update(variant=variant, stage=stage, train_seed=train_seed, overrides=overrides, train_seconds=res.seconds)
-    write_json_atomic(run_dir(profile.name, out_root) / "metrics" / f"step_{name}.json", metrics)
-    return metrics
-
-
-def ablation_summary(profile: Profile, keys=("format", "type_accuracy", "step_accuracy", "inquiry_recall",
-                                             "needless_rate"), out_root=None):
-    """One row per (variant, seed) and a mean/std over seeds per variant."""
-    import pandas as pd
-
-    rows = []
-    for path in sorted((run_dir(profile.name, out_root) / "metrics").glob("step_abl_*.json")):
-        m = json.loads(path.read_text())
-        rows.append({"variant": m["variant"], "seed": m["train_seed"],
-                     **{k: m["overall"][k]["value"] for k in keys},
-                     **{f"{k}_ci": (m["overall"][k]["lo"], m["overall"][k]["hi"]) for k in keys}})
-    per_seed = pd.DataFrame(rows)
-    if per_seed.empty:
-        return per_seed, per_seed
-    agg = per_seed.groupby("variant")[list(keys)].agg(["mean", "std", "count"])
-    return per_seed, agg
+# last: the ablations drive the stages above (`ablations` imports this module)
+from . import ablations  # noqa: E402

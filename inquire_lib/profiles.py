@@ -140,6 +140,7 @@ class Profile:
     # --- ablations (notebook 07): training budget of each variant, same for all ---
     ablation_sft_steps: int = 60
     ablation_grpo_steps: int = 30
+    ablation_seeds: int = 1  # training seeds per ablation variant (`train_seed` 0, 1, ...)
     export_png: bool = True  # figures as PNG too (needs a Chrome), not only HTML
     # seconds one notebook cell may run before papermill stops it as hung (None: no limit)
     cell_timeout_s: int | None = None
@@ -177,7 +178,7 @@ PROFILES: dict[str, Profile] = {
                    test_tasks=120, base_agent_steps=2500, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
                    grpo_steps=200, grpo_save_steps=25, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
                    top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
-                   task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20,
+                   task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20, ablation_seeds=3,
                    # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points
                    eval_batch=64, eval_tasks=160),
     # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
@@ -201,7 +202,8 @@ PROFILES: dict[str, Profile] = {
 PROFILES["quick"] = PROFILES["cpu"].replace(
     name="quick", base_agent_from="cpu", torch_threads=2, val_tasks=20, eval_tasks=40, sft_steps=40,
     sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1, dagger_tasks=16, dagger_steps=10, grpo_steps=20,
-    grpo_save_steps=10, task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=5, ablation_grpo_steps=2)
+    grpo_save_steps=10, task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=5, ablation_grpo_steps=2,
+    ablation_seeds=1)
 
 # what each profile can and cannot show; the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {

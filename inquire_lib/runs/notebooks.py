@@ -454,28 +454,90 @@ def _stages(out_dir: Path, seen: int) -> list[dict]:
     return [{k: v for k, v in t.items() if k != "at"} for t in timing.read(out_dir)[seen:]]
 
 
+SWEEP_MANIFEST = "sweep.json"
+POINT_SUFFIX = ".point.json"  # beside each executed point: written last, it marks the point finished
+
+
+def point_key(notebook: str | Path, params: dict, profile: Profile) -> str:
+    """What decides a sweep point's result: the notebook's source, its parameters (overrides
+    included), the effective profile and the library's source (`readback.code_digest`)."""
+    import hashlib
+    import json
+
+    from .readback import code_digest
+
+    h = hashlib.sha256(Path(notebook).read_bytes())
+    h.update(json.dumps({"parameters": to_json(params), "profile": to_json(profile.to_dict()),
+                         "code": code_digest()}, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _finished_point(executed: Path, key: str) -> dict | None:
+    """The record of an earlier run of this point when it finished with the same key, else None
+    (a missing, unreadable, failed or differently keyed record means: run it again)."""
+    import json
+
+    marker = executed.with_name(executed.name + POINT_SUFFIX)
+    try:
+        record = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("key") != key or record.get("status") != "ok" or not executed.exists():
+        return None
+    return record
+
+
 def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path | None = None,
           subdir: str = "sweeps", kernel_name: str = "python3", cwd: str | Path | None = None,
-          log: Callable[[str], None] | None = print, overrides: dict | None = None) -> list[dict]:
+          log: Callable[[str], None] | None = print, overrides: dict | None = None, resume: bool = True) -> list[dict]:
     """Execute one parametrised notebook once per point of `grid` with papermill, each into
-    `<out_root>/<profile>/<subdir>/<stem>__k1-v1_k2-v2.ipynb`. Every point runs even if another
-    failed; returns one record per point {parameters, executed, duration_s, status, error}. The run's
-    `overrides` (checked) go to every point as OVERRIDES, kept out of the file names."""
+    `<out_root>/<profile>/<run>/<subdir>/<stem>__k1-v1_k2-v2.ipynb`. Every point runs even if another
+    failed; returns one record per point {parameters, executed, duration_s, status, error, key}, status
+    "ok", "failed" or "reused". The run's `overrides` (checked) go to every point as OVERRIDES, kept
+    out of the file names.
+
+    Resuming: a finished point leaves `<executed>.point.json` (written last, atomically) with its
+    `point_key`; with `resume`, a point whose record holds the same key is reused, not executed again
+    (an interrupted sweep continues where it stopped). `<subdir>/sweep.json` lists every point of the
+    latest sweep with its status, rewritten after each point, so a failed or never-reached one is named."""
     import papermill
 
-    prof = get_profile(profile)
+    prof = apply_overrides(get_profile(profile), overrides)
     out_dir = run_dir(prof.name, out_root) / subdir
     name = run_name()
     out_dir.mkdir(parents=True, exist_ok=True)
     say = log or (lambda _msg: None)
     checked = check_overrides(overrides)
-    results = []
+    points = []
     for point in grid:
         params = {"PROFILE": prof.name, **point, **({"OVERRIDES": checked} if checked else {})}
         tag = "_".join(f"{k}-{v}" for k, v in sorted(point.items()))
         executed = out_dir / f"{Path(notebook).stem}__{tag}.ipynb"
+        points.append((tag, params, executed, point_key(notebook, params, prof)))
+    results: list[dict] = []
+
+    def record_sweep(status: str) -> None:
+        pending = [{"parameters": params, "executed": str(executed), "status": "not run", "key": key}
+                   for _tag, params, executed, key in points[len(results):]]
+        write_json_atomic(out_dir / SWEEP_MANIFEST, {
+            "notebook": str(notebook), "profile": prof.name, "run": name, "status": status, "updated": _now(),
+            "counts": {s: sum(r["status"] == s for r in results) for s in ("ok", "reused", "failed")},
+            "points": to_json(results + pending)})
+
+    record_sweep("running")
+    for tag, params, executed, key in points:
+        earlier = _finished_point(executed, key) if resume else None
+        if earlier is not None:
+            record = {"parameters": params, "executed": str(executed), "status": "reused", "error": None, "key": key,
+                      "duration_s": earlier.get("duration_s", 0.0), "finished": earlier.get("finished")}
+            say(f"  sweep point {tag}: reused (finished {record['finished']}, same settings and code)")
+            results.append(record)
+            record_sweep("running")
+            continue
+        marker = executed.with_name(executed.name + POINT_SUFFIX)
+        marker.unlink(missing_ok=True)  # our own record of an earlier run: the point is no longer finished
         t0 = time.perf_counter()
-        record = {"parameters": params, "executed": str(executed), "status": "ok", "error": None}
+        record = {"parameters": params, "executed": str(executed), "status": "ok", "error": None, "key": key}
         try:
             with _runs_env(root("runs", out_root), name):
                 papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
@@ -486,6 +548,11 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
         except Exception as exc:
             record.update(status="failed", error=_error_record(exc, executed))
         record["duration_s"] = round(time.perf_counter() - t0, 3)
+        record["finished"] = _now()
+        if record["status"] == "ok":
+            write_json_atomic(marker, to_json(record))
         say(f"  sweep point {tag}: {record['status']} in {record['duration_s']:.1f} s")
         results.append(record)
+        record_sweep("running")
+    record_sweep("finished")
     return results

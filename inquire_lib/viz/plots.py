@@ -138,3 +138,27 @@ def operating_curves(curves: dict[str, dict], title: str = "inquiry operating cu
                       yaxis_title="step ISR (inquiry steps that ask)", height=460, width=620,
                       xaxis=dict(range=[-0.02, 1.02]), yaxis=dict(range=[-0.02, 1.02]))
     return fig
+
+
+def ablation_effects(effects: pd.DataFrame) -> dict[str, go.Figure]:
+    """One figure per ablation group (`ablations.effects_table` rows carry the variant; the group is
+    the reference's name): for each variant and rate, its effect with the 95% interval, step-level
+    rates left and task-level right, a line at 0; a filled marker where the interval excludes 0."""
+    out = {}
+    for reference, rows in effects.groupby("reference", sort=False):
+        fig = make_subplots(rows=1, cols=2, subplot_titles=("step level", "task level"), horizontal_spacing=0.25)
+        for col, level in ((1, "step"), (2, "task")):
+            part = rows[(rows["level"] == level) & rows["effect"].notna()]
+            for rate, r in part.groupby("rate", sort=False):
+                y = [f"{v}" for v in r["variant"]]
+                fig.add_scatter(
+                    x=list(r["effect"]), y=y, mode="markers", name=f"{level}: {rate}", legendgroup=rate,
+                    marker=dict(size=10, symbol=["circle" if e else "circle-open" for e in r["excludes_zero"]]),
+                    error_x=dict(type="data", symmetric=False, array=list(r["hi"] - r["effect"]),
+                                 arrayminus=list(r["effect"] - r["lo"])), row=1, col=col)
+            fig.add_vline(x=0, line_dash="dot", row=1, col=col)
+        fig.update_xaxes(title_text="effect (variant - reference)")
+        fig.update_layout(title=f"ablations against {reference}: effect with 95% interval over seeds and items",
+                          height=260 + 40 * rows["variant"].nunique())
+        out[str(reference)] = fig
+    return out

@@ -1,0 +1,192 @@
+"""Ablations (notebook 07): one switch at a time against the recipe it belongs to, several training
+seeds, each point measured at step level (test split) and task level (held-out tasks, online), and
+the effect of each switch as a difference from its reference with an interval over seeds and items
+(`evaluation.effects`).
+
+A point is (variant, training seed): `run_point` trains it with the profile's ablation budget and
+evaluates it; notebook 07 runs one papermill execution of `notebooks/ablations/ablation_point.ipynb`
+per point (`runs.notebooks.sweep`, which reuses finished points). Groups and their references:
+
+- `sft` (reference `sft_baseline`: SFT with every inquiry, `ablation_sft_steps` from the base
+  agent): no accessibility list, no pre-action reasoning, no previous screenshot, and the other
+  ways to train the weights (LoRA, QLoRA, full) than the profile's own;
+- `grpo` (reference `grpo_shaped`: `ablation_grpo_steps` of action-level GRPO from the run's
+  sft_weak): the papers' reward (inquiry penalties 0) instead of the inquiry-shaped one;
+- `dagger` (reference `dagger_off`): from `chain_sft`, DAgger's rounds (`dagger_on`) against plain
+  SFT for as many steps on the expert's data (`dagger_off`), so a difference is the data's;
+- `chain` (reference `chain_task`, the whole recipe): SFT only (`chain_sft`), + action-level GRPO
+  (`chain_grpo`), + task-level GRPO (`chain_task`), each started from the previous one of its seed.
+A variant whose switch is already the profile's setting, or that the profile cannot express, is
+skipped with the reason (`skip_reason`).
+"""
+from __future__ import annotations
+
+import gc
+import json
+from dataclasses import dataclass, field
+
+from . import pipeline
+from .evaluation.effects import effect, item_outcomes
+from .evaluation.steps import evaluate_model
+from .profiles import Profile
+from .runs.paths import artifacts_dir, run_dir, write_json_atomic
+from .training.checkpoints import checkpoint_path
+from .training.models import load_checkpoint
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    group: str
+    reference: str  # the variant it is measured against (itself for a reference)
+    question: str
+    overrides: dict = field(default_factory=dict)
+
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in (
+    Variant("sft_baseline", "sft", "sft_baseline", "the full SFT recipe"),
+    Variant("sft_no_a11y", "sft", "sft_baseline", "without the accessibility list (pixels only)", {"use_a11y": False}),
+    Variant("sft_no_think", "sft", "sft_baseline", "without pre-action reasoning", {"use_think": False}),
+    Variant("sft_no_prev_screenshot", "sft", "sft_baseline", "without the previous screenshot",
+            {"use_prev_screenshot": False}),
+    Variant("sft_full_weights", "sft", "sft_baseline", "full fine-tuning instead", {"lora": False, "load_in_4bit": False}),
+    Variant("sft_lora", "sft", "sft_baseline", "LoRA on full-precision weights instead",
+            {"lora": True, "load_in_4bit": False}),
+    Variant("sft_qlora", "sft", "sft_baseline", "QLoRA (LoRA on 4-bit weights) instead", {"lora": True, "load_in_4bit": True}),
+    Variant("grpo_shaped", "grpo", "grpo_shaped", "action-level GRPO with the inquiry-shaped reward"),
+    Variant("grpo_papers_reward", "grpo", "grpo_shaped", "the papers' reward (inquiry penalties 0)",
+            {"missed_penalty": 0.0, "needless_penalty": 0.0}),
+    Variant("dagger_off", "dagger", "dagger_off", "equal-compute SFT on the expert's data only"),
+    Variant("dagger_on", "dagger", "dagger_off", "with DAgger's relabelled on-policy states"),
+    Variant("chain_sft", "chain", "chain_task", "SFT only"),
+    Variant("chain_grpo", "chain", "chain_task", "SFT + action-level GRPO"),
+    Variant("chain_task", "chain", "chain_task", "SFT + action-level GRPO + task-level GRPO (the full recipe)"),
+)}
+# the order points must run in: a chain or DAgger point starts from an earlier point of its seed
+RUN_ORDER = tuple(VARIANTS)
+# the rates compared, step level and task level
+STEP_KEYS = ("step_accuracy", "inquiry_recall", "needless_rate", "safe_step_accuracy")
+TASK_KEYS = ("success_rate", "isr", "needless_rate", "unsafe_rate")
+
+
+def skip_reason(profile: Profile, name: str) -> str | None:
+    """Why this profile does not run variant `name` (None: it runs)."""
+    v = VARIANTS[name]
+    if v.name == v.reference or not v.overrides:
+        return None
+    if v.overrides.get("use_prev_screenshot") is False and not profile.use_prev_screenshot:
+        return "the profile shows no previous screenshot"
+    if all(getattr(profile, k) == val for k, val in v.overrides.items()):
+        return f"the profile already trains this way ({', '.join(f'{k}={val}' for k, val in v.overrides.items())})"
+    return None
+
+
+def point_name(variant: str, train_seed: int) -> str:
+    return f"abl_{variant}_s{train_seed}"
+
+
+def _train(profile: Profile, v: Variant, train_seed: int) -> str:
+    """Train the point's checkpoint with the profile's ablation budget; returns its path."""
+    name = point_name(v.name, train_seed)
+    if v.group == "sft" or v.name == "chain_sft":
+        return pipeline.sft(profile, name=name, inquiry_fraction=1.0, max_steps=profile.ablation_sft_steps).path
+    if v.group == "grpo":
+        return pipeline.grpo(profile, start=checkpoint_path(profile, "sft_weak"), name=name,
+                             max_steps=profile.ablation_grpo_steps).path
+    chain_sft = _earlier(profile, "chain_sft", train_seed)
+    if v.name == "dagger_on":
+        return pipeline.dagger(profile, chain_sft, name=name)[0]
+    if v.name == "dagger_off":
+        return pipeline.sft_control(profile, chain_sft, name=name).path
+    if v.name == "chain_grpo":
+        return pipeline.grpo(profile, start=chain_sft, name=name, max_steps=profile.ablation_grpo_steps).path
+    if v.name == "chain_task":
+        return pipeline.task_grpo.grpo_task(profile, start=_earlier(profile, "chain_grpo", train_seed), name=name).path
+    raise KeyError(v.name)
+
+
+def _earlier(profile: Profile, variant: str, train_seed: int) -> str:
+    """The final checkpoint of an earlier point of this seed, trained now if it is not there yet."""
+    from .runs.integrity import finished_output
+
+    final = artifacts_dir(profile) / point_name(variant, train_seed) / "final"
+    if finished_output(final):
+        return str(final)
+    return _train(profile.replace(train_seed=train_seed), VARIANTS[variant], train_seed)
+
+
+def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None) -> dict:
+    """Train one point and evaluate it at step and task level; writes `metrics/step_<point>.json`
+    and `metrics/task_<point>.json` (the point's name is `abl_<variant>_s<seed>`) and returns
+    {"variant", "seed", "skipped", "step": headline, "task": headline}."""
+    if variant not in VARIANTS:
+        raise KeyError(f"unknown ablation variant {variant!r}; choose one of {', '.join(VARIANTS)}")
+    v = VARIANTS[variant]
+    reason = skip_reason(profile, variant)
+    if reason:
+        return {"variant": variant, "seed": train_seed, "skipped": reason}
+    vp = profile.replace(train_seed=train_seed, **v.overrides)
+    name = point_name(variant, train_seed)
+    path = _train(vp, v, train_seed)
+    records = pipeline.test_records(vp)
+    model, processor = load_checkpoint(vp, path)
+    try:
+        step = evaluate_model(name, model, processor, vp, records, out_root=out_root)
+    finally:
+        del model
+        gc.collect()
+    step.update(variant=variant, group=v.group, train_seed=train_seed, overrides=v.overrides)
+    write_json_atomic(run_dir(profile.name, out_root) / "metrics" / f"step_{name}.json", step)
+    task = pipeline.evaluate_checkpoint_tasks(vp, name, out_root=out_root, path=path)
+    return {"variant": variant, "seed": train_seed, "skipped": None,
+            "step": {k: step["overall"][k]["value"] for k in STEP_KEYS},
+            "task": {k: task["overall"][k]["value"] for k in TASK_KEYS}}
+
+
+def _outcomes(profile: Profile, name: str, kind: str, rate: str, out_root) -> dict[str, int] | None:
+    folder = run_dir(profile.name, out_root) / "eval" / name
+    path = folder / ("step_predictions.jsonl" if kind == "step" else "trajectories.jsonl")
+    if not path.exists():
+        return None
+    items = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return item_outcomes(items, rate, kind)
+
+
+def effects_table(profile: Profile, variants, seeds, out_root=None, n_boot: int = 2000):
+    """One row per (variant, rate) for every variant that is not a reference: the variant's mean rate,
+    its reference's, the difference with its 95% interval over seeds and items, and whether the
+    interval excludes 0. Points missing on disk are left out of their row's seeds (`n_seeds` says
+    how many counted). Returns a pandas DataFrame."""
+    import pandas as pd
+
+    rows = []
+    for name in variants:
+        v = VARIANTS[name]
+        if v.reference == name or v.reference not in variants:
+            continue
+        for kind, keys in (("step", STEP_KEYS), ("task", TASK_KEYS)):
+            for rate in keys:
+                mine, ref = {}, {}
+                for s in seeds:
+                    a = _outcomes(profile, point_name(name, s), kind, rate, out_root)
+                    b = _outcomes(profile, point_name(v.reference, s), kind, rate, out_root)
+                    if a is not None and b is not None:
+                        mine[s], ref[s] = a, b
+                e = effect(mine, ref, n_boot=n_boot)
+                mean = lambda d: (sum(sum(x.values()) / len(x) for x in d.values() if x) / len(d)) if d else None
+                rows.append({"variant": name, "reference": v.reference, "question": v.question, "level": kind,
+                             "rate": rate, "variant_rate": mean(mine), "reference_rate": mean(ref),
+                             "effect": e["diff"], "lo": e["lo"], "hi": e["hi"], "excludes_zero": e["excludes_zero"],
+                             "n_seeds": e["n_seeds"], "n_items": e["n_items"]})
+    return pd.DataFrame(rows)
+
+
+def missing_points(results: list[dict]) -> list[str]:
+    """The sweep points that did not finish (`runs.notebooks.sweep` records), as `variant seed (status)`."""
+    out = []
+    for r in results:
+        if r["status"] not in ("ok", "reused"):
+            p = r["parameters"]
+            out.append(f"{p.get('VARIANT')} seed {p.get('TRAIN_SEED')} ({r['status']})")
+    return out
+

@@ -1,0 +1,69 @@
+"""A papermill sweep resumes: finished points (same notebook, parameters, profile and code) are
+reused, a failed or interrupted one runs again, and `sweep.json` names every point's status."""
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from inquire_lib.runs import notebooks as runs
+
+pytestmark = pytest.mark.slow
+
+
+def _point_notebook(path, log):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("PROFILE = 'smoke'\nX = 0\nFAIL = False", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(f"with open({str(log)!r}, 'a') as f:\n    f.write(f'{{X}}\\n')\n"
+                                          "assert not FAIL, 'asked to fail'")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def _runs(log):
+    return sorted(int(x) for x in log.read_text().split()) if log.exists() else []
+
+
+def test_a_sweep_reuses_finished_points_and_reruns_the_rest(tmp_path):
+    nb, log = tmp_path / "point.ipynb", tmp_path / "executions.txt"
+    _point_notebook(nb, log)
+    out = tmp_path / "runs"
+    grid = [{"X": 1}, {"X": 2}, {"X": 3, "FAIL": True}]
+    first = runs.sweep(nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path)
+    assert [r["status"] for r in first] == ["ok", "ok", "failed"] and _runs(log) == [1, 2, 3]
+    assert "asked to fail" in first[2]["error"]["evalue"]
+    folder = out / "smoke" / "default" / "abl"
+    record = json.loads((folder / runs.SWEEP_MANIFEST).read_text())
+    assert record["status"] == "finished" and record["counts"] == {"ok": 2, "reused": 0, "failed": 1}
+    assert [p["status"] for p in record["points"]] == ["ok", "ok", "failed"]
+
+    # again: the two finished points are reused (not executed), the failed one runs again
+    second = runs.sweep(nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path)
+    assert [r["status"] for r in second] == ["reused", "reused", "failed"] and _runs(log) == [1, 2, 3, 3]
+    assert second[0]["duration_s"] == first[0]["duration_s"]
+
+    # an interrupted point (its marker never written) and a point with other settings run; the rest is reused
+    (folder / ("point__X-2.ipynb" + runs.POINT_SUFFIX)).unlink()
+    third = runs.sweep(nb, [{"X": 1}, {"X": 2}], "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
+                       overrides={"grpo_lr": 1e-4})
+    assert [r["status"] for r in third] == ["ok", "ok"] and _runs(log) == [1, 1, 2, 2, 3, 3]
+    fourth = runs.sweep(nb, [{"X": 1}, {"X": 2}], "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
+                        overrides={"grpo_lr": 1e-4})
+    assert [r["status"] for r in fourth] == ["reused", "reused"] and _runs(log) == [1, 1, 2, 2, 3, 3]
+    # resume=False runs everything
+    fifth = runs.sweep(nb, [{"X": 1}], "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
+                       overrides={"grpo_lr": 1e-4}, resume=False)
+    assert [r["status"] for r in fifth] == ["ok"] and _runs(log) == [1, 1, 1, 2, 2, 3, 3]
+
+
+def test_a_changed_point_key_is_not_reused(tmp_path):
+    nb = tmp_path / "point.ipynb"
+    _point_notebook(nb, tmp_path / "log.txt")
+    prof = runs.get_profile("smoke")
+    key = runs.point_key(nb, {"X": 1}, prof)
+    assert key == runs.point_key(nb, {"X": 1}, prof)
+    assert key != runs.point_key(nb, {"X": 2}, prof)
+    assert key != runs.point_key(nb, {"X": 1}, prof.replace(grpo_lr=1e-4))
+    nb.write_text(nb.read_text().replace("FAIL = False", "FAIL = False  # edited"))
+    assert key != runs.point_key(nb, {"X": 1}, prof)
