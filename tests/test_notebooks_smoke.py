@@ -230,12 +230,24 @@ def test_06_inspect_metrics(smoke_run):
 
 
 def test_07_ablations_metrics(smoke_run):
+    from inquire_lib import ablations
+
     m = metrics(smoke_run, "07_ablations")
-    assert m["points"] and all(p["status"] == "ok" for p in m["points"])
-    variants = {p["parameters"]["VARIANT"] for p in m["points"]}
-    assert set(m["summary"]) == variants
-    for row in m["summary"].values():
-        assert all(0.0 <= row[k] <= 1.0 for k in ("format", "step_accuracy", "inquiry_recall", "needless_rate"))
+    assert m["seeds"] == [0] and m["missing"] == [] and m["counts"]["failed"] == 0
+    assert all(p["status"] in ("ok", "reused") for p in m["points"])
+    assert m["skipped"] == {"sft_qlora": ablations.skip_reason(SMOKE, "sft_qlora")}  # smoke trains QLoRA already
+    assert [p["parameters"]["VARIANT"] for p in m["points"]] == m["variants"]
+    assert set(m["variants"]) == set(ablations.VARIANTS) - {"sft_qlora"}
+    compared = [v for v in m["variants"] if ablations.VARIANTS[v].reference != v]
+    assert len(m["effects"]) == len(compared) * (len(ablations.STEP_KEYS) + len(ablations.TASK_KEYS))
+    for row in m["effects"]:
+        assert row["n_seeds"] == 1 and row["n_items"] > 0 and -1.0 <= row["effect"] <= 1.0
+        assert row["lo"] <= row["effect"] <= row["hi"] and row["reference"] == ablations.VARIANTS[row["variant"]].reference
+    sweep = json.loads((smoke_run["run"] / "ablations" / "sweep.json").read_text())
+    assert sweep["status"] == "finished" and len(sweep["points"]) == len(m["points"])
+    for v in m["variants"]:  # every point left both kinds of metrics
+        assert (smoke_run["run"] / "metrics" / f"step_abl_{v}_s0.json").exists()
+        assert (smoke_run["run"] / "metrics" / f"task_abl_{v}_s0.json").exists()
 
 
 def test_every_notebook_writes_its_own_metrics_file(smoke_run):
