@@ -79,12 +79,15 @@ def generate_tasks(seed: int, split: str, n: int, train_values: str = "fixed") -
     return [task_at(seed, split, i, train_values) for i in range(n)]
 
 
-def task_records(task: Task, env: PhoneEnv | None = None) -> list[dict]:
-    """Step records of the expert's trajectory through one task (screenshots as PIL images)."""
+def task_records(task: Task, env: PhoneEnv | None = None, keep=None) -> list[dict]:
+    """Step records of the expert's trajectory through one task (screenshots as PIL images); only
+    the steps `keep(task, step)` accepts when given (the others are not rendered)."""
     env = env or PhoneEnv()
     recs = run_expert(env, task)
     out = []
     for r in recs:
+        if keep is not None and not keep(task, r):
+            continue
         gold = r["gold"]
         bbox = list(gold.screen.element(gold.target).bbox) if gold and gold.target else [-1, -1, -1, -1]
         out.append({
@@ -226,6 +229,37 @@ def benchmark(profile: Profile) -> datasets.DatasetDict:
     """The profile's benchmark: `train_tasks + test_tasks` tasks of its seed, train and test splits,
     the training split drawn as its `train_values` says."""
     return load_or_build(profile.seed, profile.train_tasks + profile.test_tasks, profile.train_values)
+
+
+# where the copy drill's tasks start in the training split's index space: far after any training or
+# DAgger task, so their values are fresh draws
+COPY_DRILL_FIRST = 1_000_000
+
+
+def copies_a_value(task: Task, step: dict) -> bool:
+    """Whether an expert step's answer is a value to copy from the instruction: a `type` (the text),
+    or a click on an element whose text the instruction names (a contact, an item, a place)."""
+    gold, action = step["gold"], step["action"]
+    if gold is None or gold.inquiry is not None:
+        return False
+    if action.type == "type":
+        return True
+    if action.type != "click" or not gold.target:
+        return False
+    text = gold.screen.element(gold.target).text
+    return bool(text) and text in task.instruction
+
+
+def copy_drill(profile: Profile) -> datasets.Dataset:
+    """Stage 0's copy drill: from `copy_drill_tasks` more training tasks (fresh procedural values, drawn
+    after the training split's indices), only the steps that copy a value from the instruction
+    (`copies_a_value`). Fresh values make recall useless, so these steps pay only for copying; they
+    are ~8% of the ordinary data (the `type` steps) and this raises their share."""
+    env, rows = PhoneEnv(), []
+    for i in range(profile.copy_drill_tasks):
+        task = task_at(profile.seed, "train", COPY_DRILL_FIRST + i, profile.train_values)
+        rows += task_records(task, env, keep=copies_a_value)
+    return datasets.Dataset.from_list(rows, features=FEATURES)
 
 
 def test_records(profile: Profile, ds=None) -> list[dict]:

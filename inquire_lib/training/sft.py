@@ -64,7 +64,19 @@ BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the
 # own (cached under a hash of those overrides); any other override shares the profile's
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
-                     "sft_batch", "train_values", "task_last", "tokenizer_spaces")
+                     "sft_batch", "train_values", "task_last", "tokenizer_spaces", "copy_drill_tasks")
+
+
+def stage0_records(profile: Profile) -> datasets.Dataset:
+    """Stage 0's data: every training step except the inquiries, plus the copy drill when the profile
+    asks for one (`copy_drill_tasks`; the trainer's sampler mixes the two)."""
+    from ..data.benchmark import copy_drill
+
+    train = training_records(benchmark(profile)["train"], profile, 0.0, 1)
+    if profile.copy_drill_tasks <= 0:
+        return train
+    drill = training_records(copy_drill(profile), profile, 0.0, 1)
+    return datasets.concatenate_datasets([train, drill])
 
 
 def base_agent_source(profile: Profile) -> Profile:
@@ -123,7 +135,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     plain = profile.replace(lora=False, load_in_4bit=False,
                             torch_threads=profile.base_agent_threads or profile.torch_threads)
     res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
-                   steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
+                   train=stage0_records(plain), steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
     if is_main_process():
         copy_dir_atomic(res.path, path)  # replaces a cache that failed its check, whole; the marker comes along

@@ -1,0 +1,42 @@
+"""Stage 0's copy drill: only steps whose answer is copied from the instruction, from tasks after the
+training split's, and nothing changes when the profile asks for none."""
+from __future__ import annotations
+
+import json
+
+from inquire_lib.data.benchmark import COPY_DRILL_FIRST, benchmark, copy_drill, task_at
+from inquire_lib.profiles import get_profile
+
+
+def test_the_drill_holds_only_value_copying_steps_of_fresh_tasks():
+    prof = get_profile("cpu").replace(copy_drill_tasks=30)
+    drill = copy_drill(prof)
+    assert len(drill) > 20
+    kinds = set()
+    for rec in drill:
+        action = json.loads(rec["gold_action"])
+        kinds.add(action["action"])
+        assert not rec["inquiry_required"]
+        if action["action"] == "type":
+            assert f"Type: {action['text']}." in rec["gold_think"]
+        else:  # a click on an element the instruction names
+            assert action["action"] == "click"
+            named = [e["text"] for e in rec["a11y"] if list(e["bbox"]) == list(rec["gold_bbox"])]
+            assert named and named[0] and named[0] in rec["instruction"]
+        index = int(rec["task_id"].rsplit("-", 1)[1])
+        assert COPY_DRILL_FIRST <= index < COPY_DRILL_FIRST + 30
+    assert kinds == {"type", "click"}
+    assert list(copy_drill(prof)["id"]) == list(drill["id"])  # deterministic
+    first = task_at(0, "train", COPY_DRILL_FIRST, prof.train_values)
+    assert first.task_id == f"train-0-{COPY_DRILL_FIRST:05d}"
+
+
+def test_stage0_data_is_unchanged_without_a_drill_and_grows_with_one():
+    from inquire_lib.training.sft import BASE_AGENT_FIELDS, stage0_records, training_records
+
+    smoke = get_profile("smoke")
+    plain = stage0_records(smoke)
+    assert list(plain["id"]) == list(training_records(benchmark(smoke)["train"], smoke, 0.0, 1)["id"])
+    drilled = stage0_records(smoke.replace(copy_drill_tasks=10))
+    assert len(drilled) > len(plain) and list(drilled["id"])[:len(plain)] == list(plain["id"])
+    assert "copy_drill_tasks" in BASE_AGENT_FIELDS  # a drilled stage 0 is cached apart from the shipped one
