@@ -126,7 +126,7 @@ def _summary(args) -> int:
     if not run.is_dir():
         raise UsageError(f"{run}: run folder does not exist or is not a folder")
     try:
-        print(summary(run), end="")
+        print(summary(run, ablations=args.ablations), end="")
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     return 0
@@ -297,6 +297,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.set_defaults(fn=_report)
     su = sub.add_parser("summary", help="print a run's step, task and wall-time tables as Markdown", parents=[debug])
     su.add_argument("run_dir")
+    su.add_argument("--ablations", action="store_true", help="list notebook 07's ablation points in the tables too")
     su.set_defaults(fn=_summary)
     pr = sub.add_parser("profile", help="print a profile's settings", parents=[debug])
     pr.add_argument("name")

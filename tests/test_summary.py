@@ -24,6 +24,8 @@ def _write_run(root):
     task = {"checkpoint": "sft_full", "overall": {"n": 160, "success_rate": _rate(5, 160, 0.01, 0.07),
                                                    "detour_success_rate": _rate(0, 0)}}
     (root / "metrics" / "task_sft_full.json").write_text(json.dumps(task))
+    (root / "metrics" / "step_abl_sft_no_think_s0.json").write_text(json.dumps({"checkpoint": "abl_sft_no_think_s0",
+                                                                              "overall": {"n": 3}}))
     (root / "manifest.json").write_text(json.dumps({
         "run": "r1", "profile": "cpu", "git_sha": "abcdef0123456789" * 2, "git_dirty": False, "finished": "T",
         "notebooks": [{"name": "02_sft_qlora", "status": "ok", "duration_s": 600.0},
@@ -52,6 +54,8 @@ def test_summary_tables_carry_every_checkpoint_in_training_order(tmp_path):
     assert "0.03 (0.01-0.07) 5/160" in task and task.count(" - ") == 6
     assert "| 02_sft_qlora | ok | 10.0 |" in text and "| 03_grpo_action_level | failed | 1.5 |" in text
     assert "| total |  | 11.5 |" in text
+    assert "abl_sft_no_think_s0 |" not in text and "(1 ablation points of notebook 07 not shown" in text
+    assert "| abl_sft_no_think_s0 | 3 |" in summary(tmp_path, ablations=True)
 
 
 def test_the_command_prints_the_tables_and_refuses_a_folder_that_is_no_run(tmp_path):

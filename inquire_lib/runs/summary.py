@@ -41,10 +41,18 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def step_table(run_dir: str | Path) -> str:
-    """One row per step-evaluated checkpoint: n, the `STEP_COLUMNS` rates, then right/total per gold action type."""
+ABLATION_PREFIX = "abl_"  # notebook 07's points (`ablations.point_name`): tables of their own there
+
+
+def _chain(metrics: list[dict], ablations: bool) -> list[dict]:
+    return [m for m in metrics if ablations or not str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)]
+
+
+def step_table(run_dir: str | Path, ablations: bool = False) -> str:
+    """One row per step-evaluated checkpoint (ablation points only with `ablations`): n, the
+    `STEP_COLUMNS` rates, then right/total per gold action type."""
     rows = []
-    for m in load_metrics(run_dir, "step"):
+    for m in _chain(load_metrics(run_dir, "step"), ablations):
         o = m.get("overall", {})
         by = o.get("by_gold_action", {})
         rows.append([m.get("checkpoint", "?"), str(o.get("n", "-"))] + [rate(o.get(k)) for _, k in STEP_COLUMNS]
@@ -52,10 +60,10 @@ def step_table(run_dir: str | Path) -> str:
     return _table(["checkpoint", "steps"] + [t for t, _ in STEP_COLUMNS] + list(ACTION_TYPES), rows)
 
 
-def task_table(run_dir: str | Path) -> str:
-    """One row per task-evaluated checkpoint: tasks, the `TASK_COLUMNS` rates."""
+def task_table(run_dir: str | Path, ablations: bool = False) -> str:
+    """One row per task-evaluated checkpoint (ablation points only with `ablations`): tasks, the `TASK_COLUMNS` rates."""
     rows = []
-    for m in load_metrics(run_dir, "task"):
+    for m in _chain(load_metrics(run_dir, "task"), ablations):
         o = m.get("overall", {})
         rows.append([m.get("checkpoint", "?"), str(o.get("n", "-"))] + [rate(o.get(k)) for _, k in TASK_COLUMNS])
     return _table(["checkpoint", "tasks"] + [t for t, _ in TASK_COLUMNS], rows)
@@ -77,8 +85,9 @@ def _manifest(run_dir: str | Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def summary(run_dir: str | Path) -> str:
-    """The run's header line (profile, run name, git sha) and its three tables, as Markdown."""
+def summary(run_dir: str | Path, ablations: bool = False) -> str:
+    """The run's header line (profile, run name, git sha) and its three tables, as Markdown; notebook
+    07's ablation points are left out of the tables unless `ablations` (a line says how many)."""
     run_dir = Path(run_dir)
     if not (run_dir / "metrics").is_dir() and not (run_dir / "manifest.json").exists():
         raise FileNotFoundError(f"{run_dir}: not a run folder (no metrics/ and no manifest.json)")
@@ -86,7 +95,11 @@ def summary(run_dir: str | Path) -> str:
     sha = (manifest.get("git_sha") or "?")[:12] + (" (dirty)" if manifest.get("git_dirty") else "")
     head = (f"Run `{manifest.get('run', run_dir.name)}`, profile `{manifest.get('profile', '?')}`, git {sha}, "
             f"finished {manifest.get('finished', '?')}")
-    parts = [head, "Step level (held-out test steps, greedy; Wilson 95% CIs):", step_table(run_dir),
-             "Task level (online in PhoneEnv, held-out tasks):", task_table(run_dir),
+    parts = [head, "Step level (held-out test steps, greedy; Wilson 95% CIs):", step_table(run_dir, ablations),
+             "Task level (online in PhoneEnv, held-out tasks):", task_table(run_dir, ablations),
              "Wall time:", time_table(run_dir)]
+    hidden = {m["checkpoint"] for kind in ("step", "task") for m in load_metrics(run_dir, kind)
+              if str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)}
+    if hidden and not ablations:
+        parts.insert(1, f"({len(hidden)} ablation points of notebook 07 not shown: `--ablations` lists them)")
     return "\n\n".join(parts) + "\n"
