@@ -22,7 +22,6 @@ skipped with the reason (`skip_reason`).
 from __future__ import annotations
 
 import gc
-import json
 from dataclasses import dataclass, field
 
 from . import pipeline
@@ -30,6 +29,7 @@ from .evaluation.effects import effect, item_outcomes
 from .evaluation.steps import evaluate_model
 from .profiles import Profile
 from .runs.paths import artifacts_dir, run_dir, write_json_atomic
+from .runs.records import read_jsonl
 from .training.checkpoints import checkpoint_path
 from .training.models import load_checkpoint
 
@@ -143,13 +143,10 @@ def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None
             "task": {k: task["overall"][k]["value"] for k in TASK_KEYS}}
 
 
-def _outcomes(profile: Profile, name: str, kind: str, rate: str, out_root) -> dict[str, int] | None:
-    folder = run_dir(profile.name, out_root) / "eval" / name
-    path = folder / ("step_predictions.jsonl" if kind == "step" else "trajectories.jsonl")
-    if not path.exists():
-        return None
-    items = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return item_outcomes(items, rate, kind)
+def _items(profile: Profile, name: str, kind: str, out_root) -> list[dict] | None:
+    """A point's step predictions or episodes as written by its evaluation; None when it has none."""
+    path = run_dir(profile.name, out_root) / "eval" / name / ("step_predictions.jsonl" if kind == "step" else "trajectories.jsonl")
+    return [rec for _, rec in read_jsonl(path)] if path.exists() else None
 
 
 def effects_table(profile: Profile, variants, seeds, out_root=None, n_boot: int = 2000):
@@ -158,6 +155,17 @@ def effects_table(profile: Profile, variants, seeds, out_root=None, n_boot: int 
     interval excludes 0. Points missing on disk are left out of their row's seeds (`n_seeds` says
     how many counted). Returns a pandas DataFrame."""
     import pandas as pd
+
+    loaded: dict[tuple[str, str], list[dict] | None] = {}
+
+    def items(name: str, seed: int, kind: str) -> list[dict] | None:  # each point's file read once
+        key = (point_name(name, seed), kind)
+        if key not in loaded:
+            loaded[key] = _items(profile, key[0], kind, out_root)
+        return loaded[key]
+
+    def mean(d: dict) -> float | None:
+        return (sum(sum(x.values()) / len(x) for x in d.values() if x) / len(d)) if d else None
 
     rows = []
     for name in variants:
@@ -168,12 +176,10 @@ def effects_table(profile: Profile, variants, seeds, out_root=None, n_boot: int 
             for rate in keys:
                 mine, ref = {}, {}
                 for s in seeds:
-                    a = _outcomes(profile, point_name(name, s), kind, rate, out_root)
-                    b = _outcomes(profile, point_name(v.reference, s), kind, rate, out_root)
+                    a, b = items(name, s, kind), items(v.reference, s, kind)
                     if a is not None and b is not None:
-                        mine[s], ref[s] = a, b
+                        mine[s], ref[s] = item_outcomes(a, rate, kind), item_outcomes(b, rate, kind)
                 e = effect(mine, ref, n_boot=n_boot)
-                mean = lambda d: (sum(sum(x.values()) / len(x) for x in d.values() if x) / len(d)) if d else None
                 rows.append({"variant": name, "reference": v.reference, "question": v.question, "level": kind,
                              "rate": rate, "variant_rate": mean(mine), "reference_rate": mean(ref),
                              "effect": e["diff"], "lo": e["lo"], "hi": e["hi"], "excludes_zero": e["excludes_zero"],

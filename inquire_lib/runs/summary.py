@@ -48,11 +48,11 @@ def _chain(metrics: list[dict], ablations: bool) -> list[dict]:
     return [m for m in metrics if ablations or not str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)]
 
 
-def step_table(run_dir: str | Path, ablations: bool = False) -> str:
+def step_table(run_dir: str | Path, ablations: bool = False, metrics: list[dict] | None = None) -> str:
     """One row per step-evaluated checkpoint (ablation points only with `ablations`): n, the
-    `STEP_COLUMNS` rates, then right/total per gold action type."""
+    `STEP_COLUMNS` rates, then right/total per gold action type. `metrics`: the run's, if already read."""
     rows = []
-    for m in _chain(load_metrics(run_dir, "step"), ablations):
+    for m in _chain(load_metrics(run_dir, "step") if metrics is None else metrics, ablations):
         o = m.get("overall", {})
         by = o.get("by_gold_action", {})
         rows.append([m.get("checkpoint", "?"), str(o.get("n", "-"))] + [rate(o.get(k)) for _, k in STEP_COLUMNS]
@@ -60,18 +60,19 @@ def step_table(run_dir: str | Path, ablations: bool = False) -> str:
     return _table(["checkpoint", "steps"] + [t for t, _ in STEP_COLUMNS] + list(ACTION_TYPES), rows)
 
 
-def task_table(run_dir: str | Path, ablations: bool = False) -> str:
-    """One row per task-evaluated checkpoint (ablation points only with `ablations`): tasks, the `TASK_COLUMNS` rates."""
+def task_table(run_dir: str | Path, ablations: bool = False, metrics: list[dict] | None = None) -> str:
+    """One row per task-evaluated checkpoint (ablation points only with `ablations`): tasks, the
+    `TASK_COLUMNS` rates. `metrics`: the run's, if already read."""
     rows = []
-    for m in _chain(load_metrics(run_dir, "task"), ablations):
+    for m in _chain(load_metrics(run_dir, "task") if metrics is None else metrics, ablations):
         o = m.get("overall", {})
         rows.append([m.get("checkpoint", "?"), str(o.get("n", "-"))] + [rate(o.get(k)) for _, k in TASK_COLUMNS])
     return _table(["checkpoint", "tasks"] + [t for t, _ in TASK_COLUMNS], rows)
 
 
-def time_table(run_dir: str | Path) -> str:
-    """Each notebook of the run's manifest with its status and wall time in minutes."""
-    manifest = _manifest(run_dir)
+def time_table(run_dir: str | Path, manifest: dict | None = None) -> str:
+    """Each notebook of the run's manifest (read here unless given) with its status and wall time in minutes."""
+    manifest = _manifest(run_dir) if manifest is None else manifest
     rows = [[nb.get("name", "?"), nb.get("status", "?"),
              "-" if nb.get("duration_s") is None else f"{nb['duration_s'] / 60:.1f}"]
             for nb in manifest.get("notebooks", [])]
@@ -95,11 +96,11 @@ def summary(run_dir: str | Path, ablations: bool = False) -> str:
     sha = (manifest.get("git_sha") or "?")[:12] + (" (dirty)" if manifest.get("git_dirty") else "")
     head = (f"Run `{manifest.get('run', run_dir.name)}`, profile `{manifest.get('profile', '?')}`, git {sha}, "
             f"finished {manifest.get('finished', '?')}")
-    parts = [head, "Step level (held-out test steps, greedy; Wilson 95% CIs):", step_table(run_dir, ablations),
-             "Task level (online in PhoneEnv, held-out tasks):", task_table(run_dir, ablations),
-             "Wall time:", time_table(run_dir)]
-    hidden = {m["checkpoint"] for kind in ("step", "task") for m in load_metrics(run_dir, kind)
-              if str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)}
+    step, task = load_metrics(run_dir, "step"), load_metrics(run_dir, "task")
+    parts = [head, "Step level (held-out test steps, greedy; Wilson 95% CIs):", step_table(run_dir, ablations, step),
+             "Task level (online in PhoneEnv, held-out tasks):", task_table(run_dir, ablations, task),
+             "Wall time:", time_table(run_dir, manifest)]
+    hidden = {m["checkpoint"] for m in step + task if str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)}
     if hidden and not ablations:
         parts.insert(1, f"({len(hidden)} ablation points of notebook 07 not shown: `--ablations` lists them)")
     return "\n\n".join(parts) + "\n"
