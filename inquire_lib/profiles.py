@@ -84,6 +84,10 @@ class Profile:
     # Measured by continuing the shipped cpu agent for 400 steps at lr 5e-4 (160 held-out tasks): `type`
     # 20/76 with 4,000 drill tasks' steps (4,159) in the mix, 11/76 for the same 400 steps without (6/76 before)
     copy_drill_tasks: int = 0
+    # stage 0's own training tasks: 0 trains it on the benchmark's training split (`train_tasks`, seen
+    # about 4 times in 2,500 steps, so a value can be recalled per task instead of copied); N > 0 on every
+    # action step of N fresh tasks drawn after the split's indices (`data.benchmark.stage0_tasks`)
+    base_agent_tasks: int = 0
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16

@@ -40,3 +40,29 @@ def test_stage0_data_is_unchanged_without_a_drill_and_grows_with_one():
     drilled = stage0_records(smoke.replace(copy_drill_tasks=10))
     assert len(drilled) > len(plain) and list(drilled["id"])[:len(plain)] == list(plain["id"])
     assert "copy_drill_tasks" in BASE_AGENT_FIELDS  # a drilled stage 0 is cached apart from the shipped one
+
+
+def test_stage0_fresh_tasks_hold_every_action_step_of_tasks_no_other_stage_reads():
+    from inquire_lib.data.benchmark import STAGE0_FIRST, stage0_tasks, task_records
+    from inquire_lib.training.sft import BASE_AGENT_FIELDS, stage0_records
+    from inquire_lib.world.env import PhoneEnv
+
+    prof = get_profile("cpu").replace(base_agent_tasks=12)
+    fresh = stage0_tasks(prof)
+    indices = {int(t.rsplit("-", 1)[1]) for t in fresh["task_id"]}
+    assert indices == set(range(STAGE0_FIRST, STAGE0_FIRST + 12))
+    assert not any(fresh["inquiry_required"])
+    # every step of those tasks but the inquiries, in the expert's order
+    env, expected = PhoneEnv(), []
+    for i in sorted(indices):
+        expected += [r["id"] for r in task_records(task_at(0, "train", i, prof.train_values), env)
+                     if not r["inquiry_required"]]
+    assert list(fresh["id"]) == expected
+    assert len(expected) > 12 * 3  # tasks are several steps long
+    assert list(stage0_tasks(prof)["gold_action"]) == list(fresh["gold_action"])  # deterministic
+    # the benchmark's training split never reaches these indices, nor the copy drill's
+    assert prof.train_tasks < STAGE0_FIRST < STAGE0_FIRST + 12 < COPY_DRILL_FIRST
+    # stage 0 reads them instead of the benchmark's training split, and caches apart
+    records = stage0_records(prof)
+    assert list(records["id"]) == expected
+    assert "base_agent_tasks" in BASE_AGENT_FIELDS

@@ -231,8 +231,9 @@ def benchmark(profile: Profile) -> datasets.DatasetDict:
     return load_or_build(profile.seed, profile.train_tasks + profile.test_tasks, profile.train_values)
 
 
-# where the copy drill's tasks start in the training split's index space: far after any training or
-# DAgger task, so their values are fresh draws
+# where stage 0's fresh tasks and the copy drill's tasks start in the training split's index space: far
+# after any training or DAgger task (and apart from each other), so their values are fresh draws
+STAGE0_FIRST = 500_000
 COPY_DRILL_FIRST = 1_000_000
 
 
@@ -250,16 +251,34 @@ def copies_a_value(task: Task, step: dict) -> bool:
     return bool(text) and text in task.instruction
 
 
+def acts(task: Task, step: dict) -> bool:
+    """Whether an expert step is an action rather than an inquiry (what a base agent learns)."""
+    return not (step["gold"] is not None and step["gold"].inquiry is not None)
+
+
+def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None) -> datasets.Dataset:
+    """The expert's steps (those `keep(task, step)` accepts) of `n_tasks` training tasks drawn as the
+    profile's `train_values` says, at indices `first`, `first + 1`, ... of the training split: tasks
+    no other stage reads, so with procedural values every name, amount and item is a new draw."""
+    env, rows = PhoneEnv(), []
+    for i in range(n_tasks):
+        rows += task_records(task_at(profile.seed, "train", first + i, profile.train_values), env, keep=keep)
+    return datasets.Dataset.from_list(rows, features=FEATURES)
+
+
+def stage0_tasks(profile: Profile) -> datasets.Dataset:
+    """Stage 0's own data when the profile asks for it (`base_agent_tasks`): every action step of that
+    many fresh training tasks. With about one pass over them, no value repeats often enough to be
+    recalled, so the loss falls only by copying values from the instruction and the screen."""
+    return fresh_steps(profile, profile.base_agent_tasks, STAGE0_FIRST, keep=acts)
+
+
 def copy_drill(profile: Profile) -> datasets.Dataset:
     """Stage 0's copy drill: from `copy_drill_tasks` more training tasks (fresh procedural values, drawn
     after the training split's indices), only the steps that copy a value from the instruction
     (`copies_a_value`). Fresh values make recall useless, so these steps pay only for copying; they
     are ~8% of the ordinary data (the `type` steps) and this raises their share."""
-    env, rows = PhoneEnv(), []
-    for i in range(profile.copy_drill_tasks):
-        task = task_at(profile.seed, "train", COPY_DRILL_FIRST + i, profile.train_values)
-        rows += task_records(task, env, keep=copies_a_value)
-    return datasets.Dataset.from_list(rows, features=FEATURES)
+    return fresh_steps(profile, profile.copy_drill_tasks, COPY_DRILL_FIRST, keep=copies_a_value)
 
 
 def test_records(profile: Profile, ds=None) -> list[dict]:

@@ -64,15 +64,18 @@ BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the
 # own (cached under a hash of those overrides); any other override shares the profile's
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
-                     "sft_batch", "train_values", "task_last", "tokenizer_spaces", "copy_drill_tasks")
+                     "sft_batch", "train_values", "task_last", "tokenizer_spaces", "copy_drill_tasks",
+                     "base_agent_tasks")
 
 
 def stage0_records(profile: Profile) -> datasets.Dataset:
-    """Stage 0's data: every training step except the inquiries, plus the copy drill when the profile
-    asks for one (`copy_drill_tasks`; the trainer's sampler mixes the two)."""
-    from ..data.benchmark import copy_drill
+    """Stage 0's data: every training step except the inquiries (of the benchmark's training split,
+    or of `base_agent_tasks` fresh tasks when the profile asks for them), plus the copy drill when
+    the profile asks for one (`copy_drill_tasks`; the trainer's sampler mixes the two)."""
+    from ..data.benchmark import copy_drill, stage0_tasks
 
-    train = training_records(benchmark(profile)["train"], profile, 0.0, 1)
+    steps = stage0_tasks(profile) if profile.base_agent_tasks > 0 else benchmark(profile)["train"]
+    train = training_records(steps, profile, 0.0, 1)
     if profile.copy_drill_tasks <= 0:
         return train
     drill = training_records(copy_drill(profile), profile, 0.0, 1)
