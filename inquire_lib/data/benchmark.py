@@ -256,21 +256,38 @@ def acts(task: Task, step: dict) -> bool:
     return not (step["gold"] is not None and step["gold"].inquiry is not None)
 
 
-def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None) -> datasets.Dataset:
+def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None, name: str = "fresh") -> datasets.Dataset:
     """The expert's steps (those `keep(task, step)` accepts) of `n_tasks` training tasks drawn as the
     profile's `train_values` says, at indices `first`, `first + 1`, ... of the training split: tasks
-    no other stage reads, so with procedural values every name, amount and item is a new draw."""
-    env, rows = PhoneEnv(), []
-    for i in range(n_tasks):
-        rows += task_records(task_at(profile.seed, "train", first + i, profile.train_values), env, keep=keep)
-    return datasets.Dataset.from_list(rows, features=FEATURES)
+    no other stage reads, so with procedural values every name, amount and item is a new draw.
+    Cached on disk under `name` (tens of thousands of steps with their screenshots would not fit in
+    memory twice: the rows stream to disk as they are generated, and the cache is memory-mapped)."""
+    import tempfile
+
+    from ..runs.integrity import write_marker
+
+    path = cache_dir() / "data" / (f"inquirebench-v{DATA_VERSION}-s{profile.seed}-{name}-{first}-n{n_tasks}"
+                                   f"-{check_train_values(profile.train_values)}")
+    if check_cache(path):
+        return datasets.load_from_disk(str(path))
+
+    def rows():
+        env = PhoneEnv()
+        for i in range(n_tasks):
+            yield from task_records(task_at(profile.seed, "train", first + i, profile.train_values), env, keep=keep)
+
+    with atomic_dir(path) as tmp, tempfile.TemporaryDirectory(dir=path.parent) as scratch:
+        ds = datasets.Dataset.from_generator(rows, features=FEATURES, cache_dir=scratch)
+        ds.save_to_disk(str(tmp))
+        write_marker(tmp)
+    return datasets.load_from_disk(str(path))
 
 
 def stage0_tasks(profile: Profile) -> datasets.Dataset:
     """Stage 0's own data when the profile asks for it (`base_agent_tasks`): every action step of that
     many fresh training tasks. With about one pass over them, no value repeats often enough to be
     recalled, so the loss falls only by copying values from the instruction and the screen."""
-    return fresh_steps(profile, profile.base_agent_tasks, STAGE0_FIRST, keep=acts)
+    return fresh_steps(profile, profile.base_agent_tasks, STAGE0_FIRST, keep=acts, name="stage0")
 
 
 def copy_drill(profile: Profile) -> datasets.Dataset:
@@ -278,7 +295,7 @@ def copy_drill(profile: Profile) -> datasets.Dataset:
     after the training split's indices), only the steps that copy a value from the instruction
     (`copies_a_value`). Fresh values make recall useless, so these steps pay only for copying; they
     are ~8% of the ordinary data (the `type` steps) and this raises their share."""
-    return fresh_steps(profile, profile.copy_drill_tasks, COPY_DRILL_FIRST, keep=copies_a_value)
+    return fresh_steps(profile, profile.copy_drill_tasks, COPY_DRILL_FIRST, keep=copies_a_value, name="drill")
 
 
 def test_records(profile: Profile, ds=None) -> list[dict]:
