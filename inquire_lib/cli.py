@@ -228,7 +228,8 @@ def _base_agent(args) -> int:
         command = f"inquire base-agent --profile {profile.name}{sets} --rebuild --export"
         m = shipped.export(path, model_path(profile), Path(path).name, command=command, seed=profile.seed,
                            extra={"steps": profile.base_agent_steps, "lr": profile.base_agent_lr,
-                                  "train_values": profile.train_values})
+                                  "train_values": profile.train_values,
+                                  **({"init": profile.base_agent_init} if profile.base_agent_init else {})})
         print(f"exported {m['bytes']} bytes, sha256 {m['sha256']} to {shipped.SHIPPED_ROOT / m['name']}")
     return 0
 

@@ -78,6 +78,9 @@ class Profile:
     # prompt, so a short profile reuses the long stage 0 (shipped or cached) instead of training one
     base_agent_from: str = ""
     base_agent_lr: float = 2e-3
+    # stage 0 as a curriculum: continue from this base agent (its cache folder name, a shipped one such as
+    # "base-agent-cpu-s0-v2-procedural") instead of the tiny model's random weights ("": from scratch)
+    base_agent_init: str = ""
     base_agent_threads: int = 0  # torch threads for stage 0 (0: torch_threads)
     # stage 0's copy drill (`data.benchmark.copy_drill`): the value-copying steps (every `type`, clicks on
     # an element the instruction names) of this many more training tasks with fresh values join its data.

@@ -115,6 +115,37 @@ def test_base_agent_trains_with_its_own_threads(tmp_path, monkeypatch):
     assert seen == [smoke.torch_threads, 3]
 
 
+def test_base_agent_continues_from_the_agent_base_agent_init_names(tmp_path, monkeypatch):
+    """Stage 0 as a curriculum: `base_agent_init` names a shipped agent, installed through its hashes
+    and handed to the trainer as the start; a name with no agent behind it is one line, not a traceback."""
+    from inquire_lib.profiles import apply_overrides
+
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path / "assets")
+    smoke = get_profile("smoke")
+    tok = models.model_path(smoke)
+    shipped.export(tok, tok, "first-part", command="c", seed=0)
+    starts = []
+
+    def capture(_profile, start, *_a, **_k):
+        starts.append(start)
+        raise RuntimeError("trained")
+
+    monkeypatch.setattr(sft, "_run_sft", capture)
+    cont = apply_overrides(smoke, {"base_agent_init": "first-part"})
+    assert sft.base_agent_dir(cont).name != sft.base_agent_dir(smoke).name  # an agent of its own
+    with pytest.raises(RuntimeError, match="trained"):
+        sft.base_agent(cont)
+    assert starts == [str(tmp_path / "cache" / "models" / "first-part")]
+    assert (tmp_path / "cache" / "models" / "first-part" / shipped.WEIGHTS).read_bytes() == \
+        (tmp_path / "assets" / "first-part" / shipped.WEIGHTS).read_bytes()
+    with pytest.raises(RuntimeError, match="trained"):
+        sft.base_agent(smoke)
+    assert starts[-1] is None  # from scratch without it
+    with pytest.raises(FileNotFoundError, match="base_agent_init='nothing': no complete base agent"):
+        sft.base_agent(apply_overrides(smoke, {"base_agent_init": "nothing"}))
+
+
 # the first 6 safe tasks of the test split (21 steps): the shipped agent gets 15 right (0.71) with
 # greedy decoding; the 400-step agent it replaced got about half of such steps, an untrained one none
 SAFE_TASKS = 6

@@ -65,7 +65,7 @@ BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
                      "sft_batch", "train_values", "task_last", "tokenizer_spaces", "copy_drill_tasks",
-                     "base_agent_tasks")
+                     "base_agent_tasks", "base_agent_init")
 
 
 def stage0_records(profile: Profile) -> datasets.Dataset:
@@ -137,13 +137,32 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
             return str(path)
     plain = profile.replace(lora=False, load_in_4bit=False,
                             torch_threads=profile.base_agent_threads or profile.torch_threads)
-    res = _run_sft(plain, start=None, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
+    res = _run_sft(plain, start=base_agent_init(profile), out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    train=stage0_records(plain), steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
     if is_main_process():
         copy_dir_atomic(res.path, path)  # replaces a cache that failed its check, whole; the marker comes along
         shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
     wait_for_everyone()
+    return str(path)
+
+
+def base_agent_init(profile: Profile) -> str | None:
+    """The base agent stage 0 continues from (`base_agent_init`, a cache folder name), installed from
+    `assets/base_agents/` when a shipped one of that name has matching hashes; None: from scratch."""
+    name = profile.base_agent_init
+    if not name:
+        return None
+    from ..runs.integrity import is_complete
+    from . import shipped
+
+    path = cache_dir() / "models" / name
+    if not is_complete(path) and is_main_process():
+        shipped.install(name, model_path(profile), path)
+    wait_for_everyone()
+    if not is_complete(path):
+        raise FileNotFoundError(f"base_agent_init={name!r}: no complete base agent at {path} and no shipped one "
+                                f"of that name whose hashes match {shipped.SHIPPED_ROOT}")
     return str(path)
 
 
