@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from inquire_lib.profiles import get_profile
+from inquire_lib.profiles import CPU_BASE_AGENT_CURRICULUM, get_profile
 from inquire_lib.runs.integrity import is_complete
 from inquire_lib.training import models, sft, shipped
 
@@ -152,16 +152,19 @@ SAFE_TASKS = 6
 MIN_SAFE_STEP_ACCURACY = 0.6
 
 
-def test_the_cpu_profile_ships_a_base_agent_that_acts(tmp_path):
-    """The committed stage-0 agent of the cpu profile installs through its hashes (weights and the
-    tokenizer this machine builds) and acts: greedy tool calls on every step of a few held-out safe
-    tasks (held-out phrasings and values) are well formed and mostly right."""
+@pytest.mark.parametrize("overrides", [{}, CPU_BASE_AGENT_CURRICULUM], ids=["cpu", "cpu-curriculum"])
+def test_the_cpu_profile_ships_a_base_agent_that_acts(tmp_path, overrides):
+    """The committed stage-0 agents of the cpu profile (its default, and the curriculum that continues
+    it) install through their hashes (weights and the tokenizer this machine builds) and act: greedy
+    tool calls on every step of a few held-out safe tasks (held-out phrasings and values) are well
+    formed and mostly right."""
     import datasets
 
     from inquire_lib.data.benchmark import FEATURES, generate_tasks, task_records
     from inquire_lib.evaluation.steps import evaluate_model
+    from inquire_lib.profiles import apply_overrides
 
-    profile = get_profile("cpu")
+    profile = apply_overrides(get_profile("cpu"), overrides)
     name = sft.base_agent_dir(profile).name
     manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
     assert (manifest["steps"], manifest["train_values"], manifest["seed"]) == (profile.base_agent_steps, "procedural", 0)
