@@ -226,11 +226,12 @@ def _base_agent(args) -> int:
             raise UsageError(f"{path} is an installed shipped copy, not one trained here; add --rebuild to train it")
         sets = "".join(f" --set {item}" for item in args.set)
         command = f"inquire base-agent --profile {profile.name}{sets} --rebuild --export"
-        trained = json.loads((Path(path) / "inquire_train.json").read_text())
+        record = Path(path) / "inquire_train.json"  # what the trainer recorded (a cache adopted from elsewhere has none)
+        trained = json.loads(record.read_text()) if record.exists() else {}
         m = shipped.export(path, model_path(profile), Path(path).name, command=command, seed=profile.seed,
                            extra={"steps": profile.base_agent_steps, "lr": profile.base_agent_lr,
                                   "train_values": profile.train_values,
-                                  "torch_threads": trained.get("torch_threads"), "seconds": trained.get("seconds"),
+                                  **{k: trained[k] for k in ("torch_threads", "seconds") if k in trained},
                                   **{k: getattr(profile, k) for k in ("base_agent_init", "base_agent_tasks",
                                                                       "copy_drill_tasks") if getattr(profile, k)}})
         print(f"exported {m['bytes']} bytes, sha256 {m['sha256']} to {shipped.SHIPPED_ROOT / m['name']}")

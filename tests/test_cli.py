@@ -155,6 +155,13 @@ def test_base_agent_command(tmp_path, capsys, monkeypatch):
     manifest = json.loads((tmp_path / "assets" / name / "manifest.json").read_text())
     assert f"sha256 {manifest['sha256']}" in out and manifest["train_values"] == "procedural"
     assert manifest["command"] == "inquire base-agent --profile smoke --set train_values=procedural --rebuild --export"
+    assert "seconds" not in manifest  # the fake agent has no trainer record
+    # what the trainer recorded (threads, seconds) and the curriculum settings go into the manifest
+    (tmp_path / "cache" / name / "inquire_train.json").write_text(json.dumps({"seconds": 12.5, "torch_threads": 3}))
+    assert cli.main(["base-agent", "--profile", "smoke", "--set", "train_values=procedural", "--rebuild",
+                     "--export"]) == 0
+    manifest = json.loads((tmp_path / "assets" / name / "manifest.json").read_text())
+    assert (manifest["seconds"], manifest["torch_threads"]) == (12.5, 3)
 
     for argv, pattern in [
         (["base-agent", "--profile", "nope"], r"^inquire base-agent: unknown profile 'nope'; choose one of "),
