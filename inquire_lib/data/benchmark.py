@@ -196,16 +196,23 @@ def _fingerprint_matches(path: Path) -> bool | str:
     return True if found == stored else f"{path / 'inquirebench.json'}: fingerprint {stored}, data gives {found}"
 
 
-def load_or_build_validation(seed: int, n_tasks: int) -> datasets.Dataset:
-    """The validation split for (seed, n_tasks), cached on disk after the first build."""
+def _cached_dataset(path: Path, build, adopt=None) -> datasets.Dataset:
+    """The dataset cached at `path`, memory-mapped; `build()` makes it first when no complete copy is
+    there (written beside it, its marker last, renamed into place)."""
     from ..runs.integrity import write_marker
 
-    path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-validation-n{n_tasks}"
-    if not check_cache(path, adopt=lambda: (datasets.load_from_disk(str(path)), True)[1]):
+    if not check_cache(path, adopt=adopt):
         with atomic_dir(path) as tmp:
-            build_validation(seed, n_tasks).save_to_disk(str(tmp))
+            build().save_to_disk(str(tmp))
             write_marker(tmp)
     return datasets.load_from_disk(str(path))
+
+
+def load_or_build_validation(seed: int, n_tasks: int) -> datasets.Dataset:
+    """The validation split for (seed, n_tasks), cached on disk after the first build."""
+    path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-validation-n{n_tasks}"
+    return _cached_dataset(path, lambda: build_validation(seed, n_tasks),
+                           adopt=lambda: (datasets.load_from_disk(str(path)), True)[1])
 
 
 def png_bytes(img: Image.Image) -> bytes:
@@ -264,23 +271,17 @@ def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None, name: str
     memory twice: the rows stream to disk as they are generated, and the cache is memory-mapped)."""
     import tempfile
 
-    from ..runs.integrity import write_marker
-
     path = cache_dir() / "data" / (f"inquirebench-v{DATA_VERSION}-s{profile.seed}-{name}-{first}-n{n_tasks}"
                                    f"-{check_train_values(profile.train_values)}")
-    if check_cache(path):
-        return datasets.load_from_disk(str(path))
 
     def rows():
         env = PhoneEnv()
         for i in range(n_tasks):
             yield from task_records(task_at(profile.seed, "train", first + i, profile.train_values), env, keep=keep)
 
-    with atomic_dir(path) as tmp, tempfile.TemporaryDirectory(dir=path.parent) as scratch:
-        ds = datasets.Dataset.from_generator(rows, features=FEATURES, cache_dir=scratch)
-        ds.save_to_disk(str(tmp))
-        write_marker(tmp)
-    return datasets.load_from_disk(str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as scratch:  # the generator's own Arrow cache
+        return _cached_dataset(path, lambda: datasets.Dataset.from_generator(rows, features=FEATURES, cache_dir=scratch))
 
 
 def stage0_tasks(profile: Profile) -> datasets.Dataset:

@@ -119,7 +119,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     profile = base_agent_source(get_profile(profile))
     if profile.base_agent_steps <= 0:
         return None
-    from ..runs.integrity import check_cache, is_complete
+    from ..runs.integrity import check_cache
     from . import shipped
     from .weights import check_weights
 
@@ -129,12 +129,8 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     if (check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0)
             and not (rebuild and shipped.is_shipped_copy(path))):
         return str(path)
-    if not rebuild:
-        if is_main_process():
-            shipped.install(path.name, model_path(profile), path)
-        wait_for_everyone()
-        if is_complete(path) and shipped.is_shipped_copy(path):
-            return str(path)
+    if not rebuild and _install_shipped(path, profile) and shipped.is_shipped_copy(path):
+        return str(path)
     plain = profile.replace(lora=False, load_in_4bit=False,
                             torch_threads=profile.base_agent_threads or profile.torch_threads)
     res = _run_sft(plain, start=base_agent_init(profile), out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
@@ -147,20 +143,29 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     return str(path)
 
 
+def _install_shipped(path: Path, profile: Profile) -> bool:
+    """Install the shipped base agent named like `path` there (the main process; the others wait);
+    whether `path` now holds a complete agent."""
+    from ..runs.integrity import is_complete
+    from . import shipped
+
+    if is_main_process():
+        shipped.install(path.name, model_path(profile), path)
+    wait_for_everyone()
+    return is_complete(path)
+
+
 def base_agent_init(profile: Profile) -> str | None:
     """The base agent stage 0 continues from (`base_agent_init`, a cache folder name), installed from
     `assets/base_agents/` when a shipped one of that name has matching hashes; None: from scratch."""
     name = profile.base_agent_init
     if not name:
         return None
-    from ..runs.integrity import is_complete
+    from ..runs.integrity import check_cache
     from . import shipped
 
     path = cache_dir() / "models" / name
-    if not is_complete(path) and is_main_process():
-        shipped.install(name, model_path(profile), path)
-    wait_for_everyone()
-    if not is_complete(path):
+    if not (check_cache(path) or _install_shipped(path, profile)):
         raise FileNotFoundError(f"base_agent_init={name!r}: no complete base agent at {path} and no shipped one "
                                 f"of that name whose hashes match {shipped.SHIPPED_ROOT}")
     return str(path)
