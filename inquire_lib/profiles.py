@@ -98,6 +98,11 @@ class Profile:
     sft_warmup_steps: int = 30
     sft_inquiry_fraction: float = 1.0
     sft_inquiry_oversample: int = 4  # repeats of each inquiry step in SFT data
+    # stage 1's own training tasks (and DAgger's expert data, its control's, and its roll-outs): 0 uses
+    # the benchmark's training split, whose values stage 0 has already seen several times; N > 0 every
+    # step of N fresh tasks drawn after the split's indices (`data.benchmark.sft_split`), so SFT cannot
+    # lower its loss by recalling a value stage 0 memorised
+    sft_tasks: int = 0
     weak_inquiry_fraction: float = 0.15  # the weak inquirer that GRPO starts from
     sft_save_steps: int = 200
     # gradient accumulation per stage: the batch of an optimizer step (sft_batch sequences; GRPO

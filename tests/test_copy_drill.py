@@ -66,3 +66,25 @@ def test_stage0_fresh_tasks_hold_every_action_step_of_tasks_no_other_stage_reads
     records = stage0_records(prof)
     assert list(records["id"]) == expected
     assert "base_agent_tasks" in BASE_AGENT_FIELDS
+
+
+def test_sft_fresh_tasks_hold_every_step_of_tasks_after_stage0s_and_dagger_rolls_out_the_next():
+    from inquire_lib.data.benchmark import SFT_FIRST, sft_split, task_records
+    from inquire_lib.training.dagger import round_tasks
+    from inquire_lib.training.sft import BASE_AGENT_FIELDS
+    from inquire_lib.world.env import PhoneEnv
+
+    smoke = get_profile("smoke")
+    assert list(sft_split(smoke)["id"]) == list(benchmark(smoke)["train"]["id"])  # off: the split, as before
+    prof = get_profile("cpu").replace(sft_tasks=10)
+    fresh = sft_split(prof)
+    env, expected = PhoneEnv(), []
+    for i in range(SFT_FIRST, SFT_FIRST + 10):
+        expected += [r["id"] for r in task_records(task_at(0, "train", i, prof.train_values), env)]
+    assert list(fresh["id"]) == expected  # every step, inquiries included
+    assert any(fresh["inquiry_required"]) and not all(fresh["inquiry_required"])
+    assert COPY_DRILL_FIRST + prof.copy_drill_tasks < SFT_FIRST  # no other stage reads them
+    # DAgger's roll-outs are the tasks right after stage 1's, a new block each round
+    assert [t.task_id for t in round_tasks(prof, 1, 3)] == [f"train-0-{SFT_FIRST + 10 + i}" for i in range(3)]
+    assert [t.task_id for t in round_tasks(prof, 2, 3)] == [f"train-0-{SFT_FIRST + 13 + i}" for i in range(3)]
+    assert "sft_tasks" not in BASE_AGENT_FIELDS  # stage 1's data never retrains stage 0

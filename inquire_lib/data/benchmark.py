@@ -242,6 +242,7 @@ def benchmark(profile: Profile) -> datasets.DatasetDict:
 # after any training or DAgger task (and apart from each other), so their values are fresh draws
 STAGE0_FIRST = 500_000
 COPY_DRILL_FIRST = 1_000_000
+SFT_FIRST = 1_500_000  # stage 1's fresh tasks; DAgger's roll-outs follow them
 
 
 def copies_a_value(task: Task, step: dict) -> bool:
@@ -297,6 +298,16 @@ def copy_drill(profile: Profile) -> datasets.Dataset:
     (`copies_a_value`). Fresh values make recall useless, so these steps pay only for copying; they
     are ~8% of the ordinary data (the `type` steps) and this raises their share."""
     return fresh_steps(profile, profile.copy_drill_tasks, COPY_DRILL_FIRST, keep=copies_a_value, name="drill")
+
+
+def sft_split(profile: Profile) -> datasets.Dataset:
+    """Stage 1's expert steps: the benchmark's training split, or, when the profile asks for it
+    (`sft_tasks`), every step (inquiries included) of that many fresh training tasks. Stage 0 has
+    seen the split's values several times, so SFT on them rewards recalling a value over copying it
+    from the instruction; fresh values reward only copying."""
+    if profile.sft_tasks <= 0:
+        return benchmark(profile)["train"]
+    return fresh_steps(profile, profile.sft_tasks, SFT_FIRST, name="sft")
 
 
 def test_records(profile: Profile, ds=None) -> list[dict]:

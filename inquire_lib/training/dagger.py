@@ -27,7 +27,7 @@ import datasets
 
 from ..agent.actions import format_completion
 from ..agent.prompts import frame_for
-from ..data.benchmark import FEATURES, screen_png, task_at
+from ..data.benchmark import FEATURES, SFT_FIRST, screen_png, task_at
 from ..profiles import Profile
 from ..world.env import PhoneEnv
 from ..world.expert import expert_act
@@ -109,8 +109,12 @@ class Labeller:
 
 def round_tasks(profile: Profile, round_index: int, per_round: int) -> list:
     """The training tasks rolled out in round `round_index` (1-based): consecutive blocks of the
-    training split, a new block each round."""
-    first = ((round_index - 1) * per_round) % max(1, profile.train_tasks - per_round)
+    training split, a new block each round; with `sft_tasks` set, blocks of fresh tasks right after
+    stage 1's (so the roll-outs, like stage 1, never meet a value stage 0 memorised)."""
+    if profile.sft_tasks > 0:
+        first = SFT_FIRST + profile.sft_tasks + (round_index - 1) * per_round
+    else:
+        first = ((round_index - 1) * per_round) % max(1, profile.train_tasks - per_round)
     return [task_at(profile.seed, "train", i, profile.train_values) for i in range(first, first + per_round)]
 
 
@@ -123,9 +127,9 @@ def continue_sft(profile: Profile, start: str, states: list[dict], out_dir, step
     """One round's training: SFT from `start` for `steps` steps on the expert's data (inquiries
     oversampled as in stage 1) plus every state labelled so far."""
     from .sft import _run_sft, training_records
-    from ..data.benchmark import benchmark
+    from ..data.benchmark import sft_split
 
-    expert = training_records(benchmark(profile)["train"], profile, 1.0, profile.sft_inquiry_oversample)
+    expert = training_records(sft_split(profile), profile, 1.0, profile.sft_inquiry_oversample)
     train = datasets.concatenate_datasets([expert, training_records(to_dataset(states), profile, 1.0, 1)])
     return _run_sft(profile, start=start, out_dir=out_dir, inquiry_fraction=1.0, steps=steps, lr=profile.dagger_lr,
                     warmup=max(1, steps // 20), train=train, callbacks=callbacks)

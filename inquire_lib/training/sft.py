@@ -19,7 +19,7 @@ import datasets
 import torch
 
 from ..agent.prompts import frame_for, to_training_record
-from ..data.benchmark import benchmark
+from ..data.benchmark import benchmark, sft_split
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
 from ..runs.tracking import trainer_tracking, use_tracking
@@ -192,7 +192,7 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
 
     torch.set_num_threads(profile.torch_threads)
     oversample = profile.sft_inquiry_oversample if inquiry_fraction > 0 else 1
-    train = train if train is not None else training_records(benchmark(profile)["train"], profile, inquiry_fraction, oversample)
+    train = train if train is not None else training_records(sft_split(profile), profile, inquiry_fraction, oversample)
     if start is not None and (Path(start) / "adapter_config.json").exists():
         # continue training an adapter (DAgger rounds): the adapter itself, on the model it was trained on
         model, processor = load_checkpoint(profile, start, trainable=True)
