@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+import datasets
 import pytest
 
 from inquire_lib.data.benchmark import task_at, task_records
@@ -84,3 +85,21 @@ def test_dagger_rounds_continue_the_policy_on_the_aggregate(private_folders):
     assert meta["start"] == start and meta["base"] == base_of(start, SMOKE) and meta["steps"] == 2
     expert = sft.training_records(benchmark(SMOKE)["train"], SMOKE, 1.0, SMOKE.sft_inquiry_oversample)
     assert meta["n_examples"] == len(expert) + r.states
+
+
+def test_the_aggregate_gives_the_labelled_states_their_share():
+    from inquire_lib.training.dagger import aggregate
+
+    e_ids, s_ids = [f"e{i}" for i in range(90)], [f"s{i}" for i in range(7)]
+    expert = datasets.Dataset.from_dict({"id": e_ids})
+    states = datasets.Dataset.from_dict({"id": s_ids})
+    plain = aggregate(expert, states)
+    assert list(plain["id"]) == e_ids + s_ids  # no mix: the union, as before
+    mixed = aggregate(expert, states, 0.25)
+    ids = list(mixed["id"])
+    assert ids[:90] == e_ids
+    drawn = ids[90:]
+    assert len(drawn) == 30 and drawn[:7] == s_ids and drawn[7:14] == s_ids  # whole passes first
+    assert sum(i.startswith("s") for i in ids) / len(ids) == pytest.approx(0.25)
+    m_ids = [f"s{i}" for i in range(50)]
+    assert list(aggregate(expert, datasets.Dataset.from_dict({"id": m_ids}), 0.25)["id"]) == e_ids + m_ids  # never fewer than all of them

@@ -123,13 +123,23 @@ def to_dataset(states: list[dict]) -> datasets.Dataset:
     return datasets.Dataset.from_list(rows, features=FEATURES)
 
 
+def aggregate(expert: datasets.Dataset, labelled: datasets.Dataset, mix: float = 0.0) -> datasets.Dataset:
+    """DAgger's data set: the expert's records plus the labelled states; with `mix` in (0, 1) the states
+    are repeated (whole passes, then the first ones) until they are that share of the union, so that a
+    few hundred of them are not drowned by thousands of expert steps."""
+    if not 0.0 < mix < 1.0 or len(labelled) == 0:
+        return datasets.concatenate_datasets([expert, labelled])
+    want = max(len(labelled), round(mix * len(expert) / (1.0 - mix)))
+    return datasets.concatenate_datasets([expert, labelled.select([i % len(labelled) for i in range(want)])])
+
+
 def continue_sft(profile: Profile, start: str, states: list[dict], out_dir, steps: int, callbacks=None):
     """One round's training: SFT from `start` for `steps` steps on the expert's data (inquiries
-    oversampled as in stage 1) plus every state labelled so far."""
+    oversampled as in stage 1) plus every state labelled so far (`dagger_mix` of the examples)."""
     from .sft import _run_sft, training_records
     from ..data.benchmark import sft_split
 
     expert = training_records(sft_split(profile), profile, 1.0, profile.sft_inquiry_oversample)
-    train = datasets.concatenate_datasets([expert, training_records(to_dataset(states), profile, 1.0, 1)])
+    train = aggregate(expert, training_records(to_dataset(states), profile, 1.0, 1), profile.dagger_mix)
     return _run_sft(profile, start=start, out_dir=out_dir, inquiry_fraction=1.0, steps=steps, lr=profile.dagger_lr,
                     warmup=max(1, steps // 20), train=train, callbacks=callbacks)
