@@ -8,7 +8,7 @@ import shutil
 import pytest
 import torch
 
-from inquire_lib.profiles import CPU_BASE_AGENT_CURRICULUM, get_profile
+from inquire_lib.profiles import CPU_BASE_AGENT_CURRICULUM, apply_overrides, get_profile
 from inquire_lib.runs.integrity import is_complete
 from inquire_lib.training import models, sft, shipped
 
@@ -162,7 +162,6 @@ def test_the_cpu_profile_ships_a_base_agent_that_acts(tmp_path, overrides):
 
     from inquire_lib.data.benchmark import FEATURES, generate_tasks, task_records
     from inquire_lib.evaluation.steps import evaluate_model
-    from inquire_lib.profiles import apply_overrides
 
     profile = apply_overrides(get_profile("cpu"), overrides)
     name = sft.base_agent_dir(profile).name
