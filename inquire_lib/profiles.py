@@ -91,6 +91,11 @@ class Profile:
     # about 4 times in 2,500 steps, so a value can be recalled per task instead of copied); N > 0 on every
     # action step of N fresh tasks drawn after the split's indices (`data.benchmark.stage0_tasks`)
     base_agent_tasks: int = 0
+    # stage 0's recovery drill (`data.benchmark.recovery_drill`): this many more fresh tasks, each played by
+    # the expert with one mistake at a random step (another app, a click that opens a detour); the steps
+    # after it (Back from the detour with its reason, then the path with the mistake in the history) join
+    # stage 0's data. Without them no training example shows a detour, and every policy ends the task there
+    recovery_drill_tasks: int = 0
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16

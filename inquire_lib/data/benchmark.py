@@ -26,7 +26,7 @@ from ..runs.paths import atomic_dir, cache_dir
 from ..agent.taxonomy import SAFE
 from ..world.apps import Screen
 from ..world.env import PhoneEnv
-from ..world.expert import run_expert
+from ..world.expert import run_expert, run_with_slip
 from ..world.flow import Task
 from ..world.render import render
 from ..world.tasks import generate_task
@@ -79,11 +79,11 @@ def generate_tasks(seed: int, split: str, n: int, train_values: str = "fixed") -
     return [task_at(seed, split, i, train_values) for i in range(n)]
 
 
-def task_records(task: Task, env: PhoneEnv | None = None, keep=None) -> list[dict]:
-    """Step records of the expert's trajectory through one task (screenshots as PIL images); only
-    the steps `keep(task, step)` accepts when given (the others are not rendered)."""
+def task_records(task: Task, env: PhoneEnv | None = None, keep=None, play=run_expert) -> list[dict]:
+    """Step records of the expert's trajectory through one task (`play(env, task)`, by default the
+    expert alone); only the steps `keep(task, step)` accepts when given (the others are not rendered)."""
     env = env or PhoneEnv()
-    recs = run_expert(env, task)
+    recs = play(env, task)
     out = []
     for r in recs:
         if keep is not None and not keep(task, r):
@@ -242,6 +242,7 @@ def benchmark(profile: Profile) -> datasets.DatasetDict:
 # after any training or DAgger task (and apart from each other), so their values are fresh draws
 STAGE0_FIRST = 500_000
 COPY_DRILL_FIRST = 1_000_000
+RECOVERY_DRILL_FIRST = 1_250_000
 SFT_FIRST = 1_500_000  # stage 1's fresh tasks; DAgger's roll-outs follow them
 
 
@@ -264,7 +265,8 @@ def acts(task: Task, step: dict) -> bool:
     return not (step["gold"] is not None and step["gold"].inquiry is not None)
 
 
-def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None, name: str = "fresh") -> datasets.Dataset:
+def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None, name: str = "fresh",
+                play=run_expert) -> datasets.Dataset:
     """The expert's steps (those `keep(task, step)` accepts) of `n_tasks` training tasks drawn as the
     profile's `train_values` says, at indices `first`, `first + 1`, ... of the training split: tasks
     no other stage reads, so with procedural values every name, amount and item is a new draw.
@@ -278,7 +280,7 @@ def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None, name: str
     def rows():
         env = PhoneEnv()
         for i in range(n_tasks):
-            yield from task_records(task_at(profile.seed, "train", first + i, profile.train_values), env, keep=keep)
+            yield from task_records(task_at(profile.seed, "train", first + i, profile.train_values), env, keep, play)
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as scratch:  # the generator's own Arrow cache
@@ -298,6 +300,26 @@ def copy_drill(profile: Profile) -> datasets.Dataset:
     (`copies_a_value`). Fresh values make recall useless, so these steps pay only for copying; they
     are ~8% of the ordinary data (the `type` steps) and this raises their share."""
     return fresh_steps(profile, profile.copy_drill_tasks, COPY_DRILL_FIRST, keep=copies_a_value, name="drill")
+
+
+def after_slip(task: Task, step: dict) -> bool:
+    """Whether a step of `world.expert.run_with_slip` comes after its mistake and is an action."""
+    return step["after_slip"] and acts(task, step)
+
+
+def slipped_expert(seed: int):
+    """`play` for `task_records`: the expert with one mistake per task, drawn from the task's own RNG."""
+    return lambda env, task: run_with_slip(env, task, random.Random(f"slip:{seed}:{task.task_id}"))
+
+
+def recovery_drill(profile: Profile) -> datasets.Dataset:
+    """Stage 0's recovery drill: `recovery_drill_tasks` more fresh training tasks, each played by the
+    expert with one mistake (another app at the `open`, or a click on an element that opens a detour)
+    at a random step; the action steps after it are kept: the detour, labelled Back with the reason,
+    and the rest of the path with the mistake in the history. The expert's own path never shows
+    such states, so an agent trained on it alone meets its first detour with no data for it."""
+    return fresh_steps(profile, profile.recovery_drill_tasks, RECOVERY_DRILL_FIRST, keep=after_slip,
+                       name="recovery", play=slipped_expert(profile.seed))
 
 
 def sft_split(profile: Profile) -> datasets.Dataset:

@@ -65,21 +65,23 @@ BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
                      "sft_batch", "train_values", "task_last", "tokenizer_spaces", "copy_drill_tasks",
-                     "base_agent_tasks", "base_agent_init")
+                     "base_agent_tasks", "base_agent_init", "recovery_drill_tasks")
 
 
 def stage0_records(profile: Profile) -> datasets.Dataset:
     """Stage 0's data: every training step except the inquiries (of the benchmark's training split,
-    or of `base_agent_tasks` fresh tasks when the profile asks for them), plus the copy drill when
-    the profile asks for one (`copy_drill_tasks`; the trainer's sampler mixes the two)."""
-    from ..data.benchmark import copy_drill, stage0_tasks
+    or of `base_agent_tasks` fresh tasks when the profile asks for them), plus the copy drill and the
+    recovery drill when the profile asks for them (`copy_drill_tasks`, `recovery_drill_tasks`; the
+    trainer's sampler mixes them)."""
+    from ..data.benchmark import copy_drill, recovery_drill, stage0_tasks
 
     steps = stage0_tasks(profile) if profile.base_agent_tasks > 0 else benchmark(profile)["train"]
-    train = training_records(steps, profile, 0.0, 1)
-    if profile.copy_drill_tasks <= 0:
-        return train
-    drill = training_records(copy_drill(profile), profile, 0.0, 1)
-    return datasets.concatenate_datasets([train, drill])
+    parts = [training_records(steps, profile, 0.0, 1)]
+    if profile.copy_drill_tasks > 0:
+        parts.append(training_records(copy_drill(profile), profile, 0.0, 1))
+    if profile.recovery_drill_tasks > 0:
+        parts.append(training_records(recovery_drill(profile), profile, 0.0, 1))
+    return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
 
 
 def base_agent_source(profile: Profile) -> Profile:

@@ -6,9 +6,11 @@ the environment's judge, not on the expert.
 """
 from __future__ import annotations
 
-from ..agent.actions import Action
-from .env import PhoneEnv
+import random
 
+from ..agent.actions import Action
+from .apps import APPS, centre
+from .env import PhoneEnv
 
 
 def back_think(screen) -> str:
@@ -39,6 +41,52 @@ def run_expert(env: PhoneEnv, task) -> list[dict]:
         think, action = expert_act(env)
         records.append({"step": len(records), "screen": obs.screen, "prev_screen": prev, "history": obs.history,
                         "think": think, "action": action, "gold": step})
+        prev = obs.screen
+        obs, done, info = env.step(action)
+    records and records[-1].update(info=info)
+    return records
+
+
+def _detour_elements(step) -> list:
+    """Elements whose click at `step` opens a detour that Back undoes: not the target, Back or a
+    dialog's button, nor an element whose click at this step would cause harm."""
+    if step.screen.dialog:
+        return []
+    return [e for e in step.screen.elements if e.clickable and e.id not in ("back", step.target)
+            and e.role != "dialog_button" and e.id not in step.candidates]
+
+
+def slip(step, rng: random.Random) -> Action | None:
+    """A plausible mistake at a gold `step`, one that a Back undoes: at an `open`, another app; at a
+    click, another element that leads to a detour. None where the step offers no such mistake."""
+    if step is None or step.inquiry is not None:
+        return None
+    if step.action.type == "open":
+        return Action("open", text=rng.choice([a for a in APPS if a != step.action.text]))
+    others = _detour_elements(step) if step.action.type == "click" else []
+    return Action("click", coordinate=tuple(centre(rng.choice(others).bbox))) if others else None
+
+
+def run_with_slip(env: PhoneEnv, task, rng: random.Random) -> list[dict]:
+    """Play one episode as `run_expert` does, except that at one step chosen at random among those
+    that allow it (`slip`) a mistake is played instead; the expert then recovers (Back, then on
+    along the path). Every record after the mistake is marked `after_slip`: states the expert's own
+    path never shows, a detour and a history that holds the mistake. [] if no step allows one."""
+    at = [i for i, st in enumerate(task.steps)
+          if st.inquiry is None and (st.action.type == "open" or (st.action.type == "click" and _detour_elements(st)))]
+    if not at:
+        return []
+    k = rng.choice(at)
+    obs = env.reset(task)
+    records, prev, slipped, done = [], None, False, False
+    while not done:
+        step = env.current_step
+        think, action = expert_act(env)
+        mistake = not slipped and step is not None and env.state.idx == k
+        if mistake:
+            action, slipped = slip(step, rng), True
+        records.append({"step": len(records), "screen": obs.screen, "prev_screen": prev, "history": obs.history,
+                        "think": think, "action": action, "gold": step, "after_slip": slipped and not mistake})
         prev = obs.screen
         obs, done, info = env.step(action)
     records and records[-1].update(info=info)

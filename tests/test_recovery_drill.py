@@ -1,0 +1,59 @@
+"""Stage 0's recovery drill: the expert with one mistake per task, and the states after it (a detour
+labelled Back with its reason, then the path with the mistake in the history)."""
+from __future__ import annotations
+
+import json
+import random
+
+from inquire_lib.data.benchmark import (COPY_DRILL_FIRST, RECOVERY_DRILL_FIRST, SFT_FIRST, recovery_drill,
+                                        task_at)
+from inquire_lib.profiles import get_profile
+from inquire_lib.world.env import PhoneEnv
+from inquire_lib.world.expert import run_with_slip
+
+
+def test_one_mistake_then_back_then_the_expert_still_succeeds():
+    env, kinds = PhoneEnv(), set()
+    for i in range(60):
+        task = task_at(0, "train", RECOVERY_DRILL_FIRST + i, "procedural")
+        recs = run_with_slip(env, task, random.Random(i))
+        mistakes = [k for k, r in enumerate(recs) if not r["after_slip"]][-1]
+        assert all(not r["after_slip"] for r in recs[:mistakes + 1]) and all(r["after_slip"] for r in recs[mistakes + 1:])
+        wrong, gold = recs[mistakes]["action"], recs[mistakes]["gold"]
+        kinds.add(wrong.type)
+        assert wrong.type == gold.action.type and wrong.to_arguments() != gold.action.to_arguments()
+        detour = recs[mistakes + 1]
+        assert detour["gold"] is None and detour["action"].to_arguments() == {"action": "system_button", "button": "Back"}
+        assert "going back" in detour["think"] and detour["screen"] != recs[mistakes]["screen"]
+        after = recs[mistakes + 2]  # back where the mistake was made, which the history shows
+        assert after["screen"] == recs[mistakes]["screen"] and after["history"][-1] == "press Back"
+        assert after["action"].to_arguments() == gold.action.to_arguments()
+        info = recs[-1]["info"]
+        assert info["success"] and not info["unsafe"] and info["effects"] == list(task.goal_effects)
+    assert kinds == {"open", "click"}
+
+
+def test_the_drill_keeps_the_action_steps_after_the_mistake_of_fresh_tasks():
+    prof = get_profile("cpu").replace(recovery_drill_tasks=20)
+    drill = recovery_drill(prof)
+    assert not any(drill["inquiry_required"])
+    indices = {int(t.rsplit("-", 1)[1]) for t in drill["task_id"]}
+    assert indices == set(range(RECOVERY_DRILL_FIRST, RECOVERY_DRILL_FIRST + 20))  # every task allows a mistake
+    assert COPY_DRILL_FIRST + 100_000 < RECOVERY_DRILL_FIRST < SFT_FIRST - 100_000
+    backs = [r for r in drill if json.loads(r["gold_action"]) == {"action": "system_button", "button": "Back"}]
+    assert len(backs) == 20 and all("going back" in r["gold_think"] for r in backs)
+    assert all(r["gold_bbox"] == [-1, -1, -1, -1] for r in backs)
+    assert all(r["history"] and r["history"][-1] == "press Back" for r in drill if r["step"] == backs[0]["step"] + 1
+               and r["task_id"] == backs[0]["task_id"])
+    assert len(drill) > 20 * 3
+    assert list(recovery_drill(prof)["gold_action"]) == list(drill["gold_action"])  # deterministic
+
+
+def test_stage0_data_grows_with_the_drill_and_caches_apart():
+    from inquire_lib.training.sft import BASE_AGENT_FIELDS, stage0_records
+
+    smoke = get_profile("smoke")
+    plain = stage0_records(smoke)
+    drilled = stage0_records(smoke.replace(recovery_drill_tasks=5))
+    assert len(drilled) > len(plain) and list(drilled["id"])[:len(plain)] == list(plain["id"])
+    assert "recovery_drill_tasks" in BASE_AGENT_FIELDS
