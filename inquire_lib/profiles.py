@@ -109,6 +109,9 @@ class Profile:
     # lower its loss by recalling a value stage 0 memorised. Measured on the cpu profile from the curriculum
     # agent (150 steps, 160 held-out tasks): `type` 10/76 -> 16/76 with 2,000, task SR 0.27 -> 0.28 (README)
     sft_tasks: int = 0
+    # stage 1's (and DAgger's expert data's) recovery drill: the steps after the mistake of this many fresh
+    # tasks played with one (`data.benchmark.recovery_drill`, inquiries included) join its expert steps
+    sft_recovery_tasks: int = 0
     weak_inquiry_fraction: float = 0.15  # the weak inquirer that GRPO starts from
     sft_save_steps: int = 200
     # gradient accumulation per stage: the batch of an optimizer step (sft_batch sequences; GRPO

@@ -57,3 +57,18 @@ def test_stage0_data_grows_with_the_drill_and_caches_apart():
     drilled = stage0_records(smoke.replace(recovery_drill_tasks=5))
     assert len(drilled) > len(plain) and list(drilled["id"])[:len(plain)] == list(plain["id"])
     assert "recovery_drill_tasks" in BASE_AGENT_FIELDS
+
+
+def test_stage1_recovery_drill_joins_its_expert_steps_with_inquiries_kept():
+    from inquire_lib.data.benchmark import SFT_RECOVERY_FIRST, sft_split
+
+    prof = get_profile("cpu").replace(sft_tasks=6)
+    plain = sft_split(prof)
+    drilled = sft_split(prof.replace(sft_recovery_tasks=25))
+    assert list(drilled["id"])[:len(plain)] == list(plain["id"])
+    extra = drilled.select(range(len(plain), len(drilled)))
+    indices = {int(t.rsplit("-", 1)[1]) for t in extra["task_id"]}
+    assert indices == set(range(SFT_RECOVERY_FIRST, SFT_RECOVERY_FIRST + 25))
+    assert RECOVERY_DRILL_FIRST + 100_000 <= SFT_RECOVERY_FIRST < SFT_FIRST - 100_000
+    assert any(extra["inquiry_required"])  # stage 1 learns to ask after a mistake too
+    assert sum(json.loads(a) == {"action": "system_button", "button": "Back"} for a in extra["gold_action"]) == 25

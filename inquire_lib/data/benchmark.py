@@ -243,6 +243,7 @@ def benchmark(profile: Profile) -> datasets.DatasetDict:
 STAGE0_FIRST = 500_000
 COPY_DRILL_FIRST = 1_000_000
 RECOVERY_DRILL_FIRST = 1_250_000
+SFT_RECOVERY_FIRST = 1_350_000  # stage 1's own recovery drill
 SFT_FIRST = 1_500_000  # stage 1's fresh tasks; DAgger's roll-outs follow them
 
 
@@ -303,6 +304,11 @@ def copy_drill(profile: Profile) -> datasets.Dataset:
 
 
 def after_slip(task: Task, step: dict) -> bool:
+    """Whether a step of `world.expert.run_with_slip` comes after its mistake (inquiries included)."""
+    return step["after_slip"]
+
+
+def acts_after_slip(task: Task, step: dict) -> bool:
     """Whether a step of `world.expert.run_with_slip` comes after its mistake and is an action."""
     return step["after_slip"] and acts(task, step)
 
@@ -318,7 +324,7 @@ def recovery_drill(profile: Profile) -> datasets.Dataset:
     at a random step; the action steps after it are kept: the detour, labelled Back with the reason,
     and the rest of the path with the mistake in the history. The expert's own path never shows
     such states, so an agent trained on it alone meets its first detour with no data for it."""
-    return fresh_steps(profile, profile.recovery_drill_tasks, RECOVERY_DRILL_FIRST, keep=after_slip,
+    return fresh_steps(profile, profile.recovery_drill_tasks, RECOVERY_DRILL_FIRST, keep=acts_after_slip,
                        name="recovery", play=slipped_expert(profile.seed))
 
 
@@ -326,10 +332,18 @@ def sft_split(profile: Profile) -> datasets.Dataset:
     """Stage 1's expert steps: the benchmark's training split, or, when the profile asks for it
     (`sft_tasks`), every step (inquiries included) of that many fresh training tasks. Stage 0 has
     seen the split's values several times, so SFT on them rewards recalling a value over copying it
-    from the instruction; fresh values reward only copying."""
+    from the instruction; fresh values reward only copying. With `sft_recovery_tasks`, the steps after the
+    mistake of that many more fresh tasks played with one (see `recovery_drill`; inquiries included)
+    join them, so that stage 1 keeps what stage 0's recovery drill taught."""
     if profile.sft_tasks <= 0:
-        return benchmark(profile)["train"]
-    return fresh_steps(profile, profile.sft_tasks, SFT_FIRST, name="sft")
+        steps = benchmark(profile)["train"]
+    else:
+        steps = fresh_steps(profile, profile.sft_tasks, SFT_FIRST, name="sft")
+    if profile.sft_recovery_tasks <= 0:
+        return steps
+    drill = fresh_steps(profile, profile.sft_recovery_tasks, SFT_RECOVERY_FIRST, keep=after_slip,
+                        name="sft-recovery", play=slipped_expert(profile.seed))
+    return datasets.concatenate_datasets([steps, drill])
 
 
 def test_records(profile: Profile, ds=None) -> list[dict]:
