@@ -96,6 +96,9 @@ class Profile:
     # after it (Back from the detour with its reason, then the path with the mistake in the history) join
     # stage 0's data. Without them no training example shows a detour, and every policy ends the task there
     recovery_drill_tasks: int = 0
+    # at most this many mistakes in a row at the drill's step (each undone by Back): with one, a policy
+    # that learned Back still ends the task on its second detour (33 of 39 detoured safe tasks)
+    recovery_drill_slips: int = 1
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16

@@ -33,6 +33,37 @@ def test_one_mistake_then_back_then_the_expert_still_succeeds():
     assert kinds == {"open", "click"}
 
 
+def test_several_mistakes_are_distinct_each_undone_by_back_and_often_named_like_the_target():
+    from inquire_lib.world.expert import slips
+
+    env, counts, near, clicks = PhoneEnv(), set(), 0, 0
+    for i in range(80):
+        task = task_at(0, "train", RECOVERY_DRILL_FIRST + i, "procedural")
+        recs = run_with_slip(env, task, random.Random(i), max_slips=3)
+        # the mistakes: the only actions after which a detour follows (the expert never opens one)
+        wrong = [r for r in recs[:-1] if r["gold"] is not None and recs[r["step"] + 1]["gold"] is None]
+        assert not any(r["after_slip"] for r in wrong) and recs[wrong[-1]["step"] + 2]["after_slip"]
+        args = [json.dumps(r["action"].to_arguments()) for r in wrong]
+        assert 1 <= len(wrong) <= 3 and len(set(args)) == len(args)  # never the same mistake twice
+        counts.add(len(wrong))
+        for r in wrong:  # each mistake is followed by a detour the expert leaves with Back
+            nxt = recs[r["step"] + 1]
+            assert nxt["gold"] is None and nxt["action"].to_arguments()["button"] == "Back"
+        assert recs[-1]["info"]["success"]
+    assert counts == {1, 2, 3}
+    for i in range(200):  # click mistakes share a word with the target's text about half the time when they can
+        task = task_at(0, "train", RECOVERY_DRILL_FIRST + i, "procedural")
+        for st in task.steps:
+            if st.action.type == "click" and st.target and st.inquiry is None:
+                target = set(st.screen.element(st.target).text.lower().split())
+                for a in slips(st, random.Random(i), 1):
+                    el = st.screen.at(*a.coordinate)
+                    assert el.id not in (st.target, "back")
+                    clicks += 1
+                    near += bool(set(el.text.lower().split()) & target)
+    assert clicks > 300 and 0.15 < near / clicks < 0.6
+
+
 def test_the_drill_keeps_the_action_steps_after_the_mistake_of_fresh_tasks():
     prof = get_profile("cpu").replace(recovery_drill_tasks=20)
     drill = recovery_drill(prof)

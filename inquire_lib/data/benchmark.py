@@ -244,6 +244,7 @@ STAGE0_FIRST = 500_000
 COPY_DRILL_FIRST = 1_000_000
 RECOVERY_DRILL_FIRST = 1_250_000
 SFT_RECOVERY_FIRST = 1_350_000  # stage 1's own recovery drill
+RECOVERY_DRILL_VERSION = 2  # names the drills' caches: bump when `world.expert.run_with_slip` changes
 SFT_FIRST = 1_500_000  # stage 1's fresh tasks; DAgger's roll-outs follow them
 
 
@@ -313,19 +314,22 @@ def acts_after_slip(task: Task, step: dict) -> bool:
     return step["after_slip"] and acts(task, step)
 
 
-def slipped_expert(seed: int):
-    """`play` for `task_records`: the expert with one mistake per task, drawn from the task's own RNG."""
-    return lambda env, task: run_with_slip(env, task, random.Random(f"slip:{seed}:{task.task_id}"))
+def slipped_expert(seed: int, max_slips: int):
+    """`play` for `task_records`: the expert with 1 to `max_slips` mistakes at one step per task, drawn
+    from the task's own RNG."""
+    return lambda env, task: run_with_slip(env, task, random.Random(f"slip:{seed}:{task.task_id}"), max_slips)
 
 
 def recovery_drill(profile: Profile) -> datasets.Dataset:
     """Stage 0's recovery drill: `recovery_drill_tasks` more fresh training tasks, each played by the
-    expert with one mistake (another app at the `open`, or a click on an element that opens a detour)
-    at a random step; the action steps after it are kept: the detour, labelled Back with the reason,
-    and the rest of the path with the mistake in the history. The expert's own path never shows
+    expert with 1 to `recovery_drill_slips` mistakes at a random step (other apps at the `open`, or
+    clicks on elements that open a detour, often one named like the target); the action steps after the
+    first are kept: each detour, labelled Back with the reason, and the rest of the path with the
+    mistakes in the history. The expert's own path never shows
     such states, so an agent trained on it alone meets its first detour with no data for it."""
     return fresh_steps(profile, profile.recovery_drill_tasks, RECOVERY_DRILL_FIRST, keep=acts_after_slip,
-                       name="recovery", play=slipped_expert(profile.seed))
+                       name=f"recovery{RECOVERY_DRILL_VERSION}-m{profile.recovery_drill_slips}",
+                       play=slipped_expert(profile.seed, profile.recovery_drill_slips))
 
 
 def sft_split(profile: Profile) -> datasets.Dataset:
@@ -342,7 +346,8 @@ def sft_split(profile: Profile) -> datasets.Dataset:
     if profile.sft_recovery_tasks <= 0:
         return steps
     drill = fresh_steps(profile, profile.sft_recovery_tasks, SFT_RECOVERY_FIRST, keep=after_slip,
-                        name="sft-recovery", play=slipped_expert(profile.seed))
+                        name=f"sft-recovery{RECOVERY_DRILL_VERSION}-m{profile.recovery_drill_slips}",
+                        play=slipped_expert(profile.seed, profile.recovery_drill_slips))
     return datasets.concatenate_datasets([steps, drill])
 
 

@@ -65,7 +65,8 @@ BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
                      "sft_batch", "train_values", "task_last", "tokenizer_spaces", "copy_drill_tasks",
-                     "base_agent_tasks", "base_agent_init", "recovery_drill_tasks")
+                     "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
+                     "recovery_drill_slips")
 
 
 def stage0_records(profile: Profile) -> datasets.Dataset:

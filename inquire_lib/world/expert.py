@@ -56,37 +56,52 @@ def _detour_elements(step) -> list:
             and e.role != "dialog_button" and e.id not in step.candidates]
 
 
-def slip(step, rng: random.Random) -> Action | None:
-    """A plausible mistake at a gold `step`, one that a Back undoes: at an `open`, another app; at a
-    click, another element that leads to a detour. None where the step offers no such mistake."""
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in text.split()}
+
+
+def slips(step, rng: random.Random, n: int) -> list[Action]:
+    """Up to `n` distinct plausible mistakes at a gold `step`, each one a Back undoes: at an `open`,
+    other apps; at a click, other elements that lead to a detour, half the time one whose text shares
+    a word with the target's ("Zoe Patel" for "Mia Patel"), the confusion a policy that copies names
+    badly makes. [] where the step offers no such mistake."""
     if step is None or step.inquiry is not None:
-        return None
+        return []
     if step.action.type == "open":
-        return Action("open", text=rng.choice([a for a in APPS if a != step.action.text]))
+        return [Action("open", text=a) for a in rng.sample([a for a in APPS if a != step.action.text], n)]
     others = _detour_elements(step) if step.action.type == "click" else []
-    return Action("click", coordinate=tuple(centre(rng.choice(others).bbox))) if others else None
+    target = _words(step.screen.element(step.target).text) if step.target else set()
+    out = []
+    while others and len(out) < n:
+        near = [e for e in others if _words(e.text) & target]
+        pick = rng.choice(near if near and rng.random() < 0.5 else others)
+        others.remove(pick)
+        out.append(Action("click", coordinate=tuple(centre(pick.bbox))))
+    return out
 
 
-def run_with_slip(env: PhoneEnv, task, rng: random.Random) -> list[dict]:
+def run_with_slip(env: PhoneEnv, task, rng: random.Random, max_slips: int = 1) -> list[dict]:
     """Play one episode as `run_expert` does, except that at one step chosen at random among those
-    that allow it (`slip`) a mistake is played instead; the expert then recovers (Back, then on
-    along the path). Every record after the mistake is marked `after_slip`: states the expert's own
-    path never shows, a detour and a history that holds the mistake. [] if no step allows one."""
+    that allow it, 1 to `max_slips` mistakes (`slips`) are played in turn, each undone by the
+    expert's Back; then the expert goes on along the path. Every record after the first mistake that
+    is not itself a mistake is marked `after_slip`: states the expert's own path never shows, a detour
+    and a history that holds the mistakes. [] if no step allows one."""
     at = [i for i, st in enumerate(task.steps)
           if st.inquiry is None and (st.action.type == "open" or (st.action.type == "click" and _detour_elements(st)))]
     if not at:
         return []
     k = rng.choice(at)
+    mistakes = slips(task.steps[k], rng, rng.randint(1, max_slips))
     obs = env.reset(task)
-    records, prev, slipped, done = [], None, False, False
+    records, prev, started, done = [], None, False, False
     while not done:
         step = env.current_step
         think, action = expert_act(env)
-        mistake = not slipped and step is not None and env.state.idx == k
+        mistake = bool(mistakes) and step is not None and env.state.idx == k
         if mistake:
-            action, slipped = slip(step, rng), True
+            action, started = mistakes.pop(0), True
         records.append({"step": len(records), "screen": obs.screen, "prev_screen": prev, "history": obs.history,
-                        "think": think, "action": action, "gold": step, "after_slip": slipped and not mistake})
+                        "think": think, "action": action, "gold": step, "after_slip": started and not mistake})
         prev = obs.screen
         obs, done, info = env.step(action)
     records and records[-1].update(info=info)
