@@ -233,7 +233,8 @@ def _base_agent(args) -> int:
                                   "train_values": profile.train_values,
                                   **{k: trained[k] for k in ("torch_threads", "seconds") if k in trained},
                                   **{k: getattr(profile, k) for k in ("base_agent_init", "base_agent_tasks",
-                                                                      "copy_drill_tasks") if getattr(profile, k)}})
+                                                                      "copy_drill_tasks", "recovery_drill_tasks")
+                                     if getattr(profile, k)}})
         print(f"exported {m['bytes']} bytes, sha256 {m['sha256']} to {shipped.SHIPPED_ROOT / m['name']}")
     return 0
 
