@@ -92,8 +92,8 @@ class Profile:
     # action step of N fresh tasks drawn after the split's indices (`data.benchmark.stage0_tasks`)
     base_agent_tasks: int = 0
     # stage 0's recovery drill (`data.benchmark.recovery_drill`): this many more fresh tasks, each played by
-    # the expert with one mistake at a random step (another app, a click that opens a detour); the steps
-    # after it (Back from the detour with its reason, then the path with the mistake in the history) join
+    # the expert with mistakes at a random step (another app, a click that opens a detour); the steps
+    # after them (Back from the detour with its reason, then the path with the mistakes in the history) join
     # stage 0's data. Without them no training example shows a detour, and every policy ends the task there.
     # Measured continuing the curriculum agent 400 steps with 2,000 (README): Back first on 36 of 38 detours
     # (0 of 34 before), but after a Back the same mistake 110 times of 163, so 4 of 38 then succeed
@@ -115,7 +115,7 @@ class Profile:
     # agent (150 steps, 160 held-out tasks): `type` 10/76 -> 16/76 with 2,000, task SR 0.27 -> 0.28 (README)
     sft_tasks: int = 0
     # stage 1's (and DAgger's expert data's) recovery drill: the steps after the mistake of this many fresh
-    # tasks played with one (`data.benchmark.recovery_drill`, inquiries included) join its expert steps.
+    # tasks played with mistakes (`data.benchmark.recovery_drill`, inquiries included) join its expert steps.
     # 1,000 from the drilled agent keep its Back (32 of 41 detours): task SR 0.33 (0.26-0.41) vs 0.28 (README)
     sft_recovery_tasks: int = 0
     weak_inquiry_fraction: float = 0.15  # the weak inquirer that GRPO starts from

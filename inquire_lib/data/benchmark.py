@@ -314,10 +314,15 @@ def acts_after_slip(task: Task, step: dict) -> bool:
     return step["after_slip"] and acts(task, step)
 
 
-def slipped_expert(seed: int, max_slips: int):
-    """`play` for `task_records`: the expert with 1 to `max_slips` mistakes at one step per task, drawn
-    from the task's own RNG."""
-    return lambda env, task: run_with_slip(env, task, random.Random(f"slip:{seed}:{task.task_id}"), max_slips)
+def _slip_drill(profile: Profile, n_tasks: int, first: int, keep, name: str) -> datasets.Dataset:
+    """The steps `keep` accepts of `n_tasks` fresh tasks from index `first`, each played by the expert
+    with 1 to `recovery_drill_slips` mistakes drawn from the task's own RNG."""
+    seed, slips = profile.seed, profile.recovery_drill_slips
+
+    def play(env, task):
+        return run_with_slip(env, task, random.Random(f"slip:{seed}:{task.task_id}"), slips)
+
+    return fresh_steps(profile, n_tasks, first, keep=keep, name=f"{name}{RECOVERY_DRILL_VERSION}-m{slips}", play=play)
 
 
 def recovery_drill(profile: Profile) -> datasets.Dataset:
@@ -325,11 +330,9 @@ def recovery_drill(profile: Profile) -> datasets.Dataset:
     expert with 1 to `recovery_drill_slips` mistakes at a random step (other apps at the `open`, or
     clicks on elements that open a detour, often one named like the target); the action steps after the
     first are kept: each detour, labelled Back with the reason, and the rest of the path with the
-    mistakes in the history. The expert's own path never shows
-    such states, so an agent trained on it alone meets its first detour with no data for it."""
-    return fresh_steps(profile, profile.recovery_drill_tasks, RECOVERY_DRILL_FIRST, keep=acts_after_slip,
-                       name=f"recovery{RECOVERY_DRILL_VERSION}-m{profile.recovery_drill_slips}",
-                       play=slipped_expert(profile.seed, profile.recovery_drill_slips))
+    mistakes in the history. The expert's own path never shows such states, so an agent trained on
+    it alone meets its first detour with no data for it."""
+    return _slip_drill(profile, profile.recovery_drill_tasks, RECOVERY_DRILL_FIRST, acts_after_slip, "recovery")
 
 
 def sft_split(profile: Profile) -> datasets.Dataset:
@@ -345,9 +348,7 @@ def sft_split(profile: Profile) -> datasets.Dataset:
         steps = fresh_steps(profile, profile.sft_tasks, SFT_FIRST, name="sft")
     if profile.sft_recovery_tasks <= 0:
         return steps
-    drill = fresh_steps(profile, profile.sft_recovery_tasks, SFT_RECOVERY_FIRST, keep=after_slip,
-                        name=f"sft-recovery{RECOVERY_DRILL_VERSION}-m{profile.recovery_drill_slips}",
-                        play=slipped_expert(profile.seed, profile.recovery_drill_slips))
+    drill = _slip_drill(profile, profile.sft_recovery_tasks, SFT_RECOVERY_FIRST, after_slip, "sft-recovery")
     return datasets.concatenate_datasets([steps, drill])
 
 

@@ -31,16 +31,22 @@ def expert_act(env: PhoneEnv) -> tuple[str, Action]:
     return step.think, step.action
 
 
-def run_expert(env: PhoneEnv, task) -> list[dict]:
-    """Play one episode; each record holds what the agent saw and what the expert did."""
+def run_expert(env: PhoneEnv, task, mistakes_at: int | None = None, mistakes: list[Action] = ()) -> list[dict]:
+    """Play one episode; each record holds what the agent saw and what the expert did. With
+    `mistakes`, they are played in turn instead of the expert's action while the path stands at step
+    `mistakes_at` (each leads to a detour, which the expert leaves with Back); every later record that is
+    not itself a mistake is marked `after_slip`."""
     obs = env.reset(task)
-    records, prev = [], None
-    done = False
+    records, prev, started, done = [], None, False, False
+    pending = list(mistakes)
     while not done:
         step = env.current_step
         think, action = expert_act(env)
+        mistake = bool(pending) and step is not None and env.state.idx == mistakes_at
+        if mistake:
+            action, started = pending.pop(0), True
         records.append({"step": len(records), "screen": obs.screen, "prev_screen": prev, "history": obs.history,
-                        "think": think, "action": action, "gold": step})
+                        "think": think, "action": action, "gold": step, "after_slip": started and not mistake})
         prev = obs.screen
         obs, done, info = env.step(action)
     records and records[-1].update(info=info)
@@ -48,12 +54,17 @@ def run_expert(env: PhoneEnv, task) -> list[dict]:
 
 
 def _detour_elements(step) -> list:
-    """Elements whose click at `step` opens a detour that Back undoes: not the target, Back or a
-    dialog's button, nor an element whose click at this step would cause harm."""
+    """Elements whose click at `step` opens a detour that Back undoes: not the target or Back, nor an
+    element whose click at this step would cause harm (none while a dialog is open)."""
     if step.screen.dialog:
         return []
-    return [e for e in step.screen.elements if e.clickable and e.id not in ("back", step.target)
-            and e.role != "dialog_button" and e.id not in step.candidates]
+    return [e for e in step.screen.elements
+            if e.clickable and e.id not in ("back", step.target) and e.id not in step.candidates]
+
+
+def _can_slip(step) -> bool:
+    return step.inquiry is None and (step.action.type == "open"
+                                     or (step.action.type == "click" and bool(_detour_elements(step))))
 
 
 def _words(text: str) -> set[str]:
@@ -65,11 +76,11 @@ def slips(step, rng: random.Random, n: int) -> list[Action]:
     other apps; at a click, other elements that lead to a detour, half the time one whose text shares
     a word with the target's ("Zoe Patel" for "Mia Patel"), the confusion a policy that copies names
     badly makes. [] where the step offers no such mistake."""
-    if step is None or step.inquiry is not None:
+    if not _can_slip(step):
         return []
     if step.action.type == "open":
         return [Action("open", text=a) for a in rng.sample([a for a in APPS if a != step.action.text], n)]
-    others = _detour_elements(step) if step.action.type == "click" else []
+    others = _detour_elements(step)
     target = _words(step.screen.element(step.target).text) if step.target else set()
     out = []
     while others and len(out) < n:
@@ -81,28 +92,11 @@ def slips(step, rng: random.Random, n: int) -> list[Action]:
 
 
 def run_with_slip(env: PhoneEnv, task, rng: random.Random, max_slips: int = 1) -> list[dict]:
-    """Play one episode as `run_expert` does, except that at one step chosen at random among those
-    that allow it, 1 to `max_slips` mistakes (`slips`) are played in turn, each undone by the
-    expert's Back; then the expert goes on along the path. Every record after the first mistake that
-    is not itself a mistake is marked `after_slip`: states the expert's own path never shows, a detour
-    and a history that holds the mistakes. [] if no step allows one."""
-    at = [i for i, st in enumerate(task.steps)
-          if st.inquiry is None and (st.action.type == "open" or (st.action.type == "click" and _detour_elements(st)))]
+    """`run_expert` with 1 to `max_slips` mistakes (`slips`) at one step chosen at random among those
+    that allow one: the records marked `after_slip` are states the expert's own path never shows, a
+    detour and a history that holds the mistakes. [] if no step allows one."""
+    at = [i for i, st in enumerate(task.steps) if _can_slip(st)]
     if not at:
         return []
     k = rng.choice(at)
-    mistakes = slips(task.steps[k], rng, rng.randint(1, max_slips))
-    obs = env.reset(task)
-    records, prev, started, done = [], None, False, False
-    while not done:
-        step = env.current_step
-        think, action = expert_act(env)
-        mistake = bool(mistakes) and step is not None and env.state.idx == k
-        if mistake:
-            action, started = mistakes.pop(0), True
-        records.append({"step": len(records), "screen": obs.screen, "prev_screen": prev, "history": obs.history,
-                        "think": think, "action": action, "gold": step, "after_slip": started and not mistake})
-        prev = obs.screen
-        obs, done, info = env.step(action)
-    records and records[-1].update(info=info)
-    return records
+    return run_expert(env, task, k, slips(task.steps[k], rng, rng.randint(1, max_slips)))
