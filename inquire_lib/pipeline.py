@@ -162,7 +162,7 @@ def _labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list
     finally:
         del model
         gc.collect()
-    return labeller.states, played
+    return labeller.states, played, labeller.repeats_dropped
 
 
 @_timed("dagger")
@@ -182,13 +182,13 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
     current, states, out = start, [], []
     for r in range(1, rounds + 1):
         t0 = time.time()
-        labelled, played = _labelled_rollout(profile, current, r, round_tasks(profile, r, per_round), beta)
+        labelled, played, dropped = _labelled_rollout(profile, current, r, round_tasks(profile, r, per_round), beta)
         states += labelled
         res = continue_sft(profile, current, states, artifacts_dir(profile) / name / f"round{r}", steps, callbacks)
         current = res.path
         out.append(Round(r, current, len(labelled), sum(s["_off_path"] for s in labelled),
                          sum(e["success"] for e in played) / max(1, len(played)), time.time() - t0,
-                         examples=[x for x in labelled if x["_off_path"]]))
+                         repeats_dropped=dropped, examples=[x for x in labelled if x["_off_path"]]))
     # the last round is the stage's one named checkpoint, like the other stages'
     return (str(copy_dir_atomic(current, artifacts_dir(profile) / name / "final")) if out else current), out
 

@@ -135,6 +135,10 @@ class Profile:
     # 0: the plain union, where a few hundred states among ~15,000 expert steps are ~3% of each batch.
     # 0.5 with 64 tasks a round repeats each state ~20 times and its values are recalled: `type` 16/76 -> 1/76
     dagger_mix: float = 0.0
+    # at most this many labelled states per episode for one screen and expert label (0: every one). A policy
+    # that makes the same mistake again after Back loops until the step limit, and without a cap those two
+    # states (the detour, labelled Back; the screen before it, labelled the right action) are most of a round
+    dagger_repeat_cap: int = 0
     dagger_lr: float = 5e-4
     # --- stage 2: action-level GRPO ---
     grpo_steps: int = 150
