@@ -1,4 +1,5 @@
-"""Does the agent copy a value or recall one? A teacher-forced probe of the `type` steps.
+"""Does the agent copy a value or recall one? A teacher-forced probe of the `type` steps, and a
+diagnosis of wrong clicks (`click_lookups`).
 
 For each step whose gold action types a text, the prompt and the gold completion up to "Type: " (where
 the reasoning first writes the value) go through the model in one forward pass with the value appended;
@@ -11,6 +12,7 @@ was trained on mean it recalls likely values instead of copying.
 from __future__ import annotations
 
 import json
+import re
 
 import torch
 
@@ -59,3 +61,40 @@ def value_token_accuracy(model, processor, records: list[dict], profile: Profile
         later += int((predicted[1:] == gold[1:]).sum())
         n_later += len(gold) - 1
     return {"steps": steps, "first": wilson(first, steps), "later": wilson(later, n_later)}
+
+
+TARGET = re.compile(r"Target: (.+?) <(\w+)>")
+CLICK_KINDS = ("right", "unreadable", "named_wrong", "looked_up_wrong", "acted_off_think")
+
+
+def _gold_element(rec: dict) -> dict | None:
+    return next((e for e in rec["a11y"] if list(e["bbox"]) == list(rec["gold_bbox"])), None)
+
+
+def click_lookups(preds: list[dict], records: list[dict]) -> dict:
+    """Where a click goes wrong, read from the reasoning's "Target: <text> <slot>" (step predictions of
+    `evaluation.steps` beside the records they score, matched by id). Each click step is one of:
+    right; unreadable (no target named); named_wrong (the text is not the gold element's: finding the
+    value failed); looked_up_wrong (the right text with a slot the element list gives another element,
+    or none: finding its line in the list failed); acted_off_think (text and slot right, the action
+    elsewhere). Returns {"steps", kind: count for each of `CLICK_KINDS`}."""
+    by_id = {r["id"]: r for r in records}
+    out = {"steps": 0, **{k: 0 for k in CLICK_KINDS}}
+    for p in preds:
+        rec = by_id.get(p["id"])
+        if p["gold_action"].get("action") != "click" or rec is None or (gold := _gold_element(rec)) is None:
+            continue
+        out["steps"] += 1
+        m = TARGET.search(p["think"] or "")
+        if p["outcome"] == "correct":
+            kind = "right"
+        elif m is None:
+            kind = "unreadable"
+        elif m.group(1) != gold["text"]:
+            kind = "named_wrong"
+        elif m.group(2) != gold["id"]:
+            kind = "looked_up_wrong"
+        else:
+            kind = "acted_off_think"
+        out[kind] += 1
+    return out
