@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from .world.values import TRAIN_VALUES
 
 TOKENIZER_SPACES = ("attached", "isolated")
+TOKENIZER_DIGITS = ("merged", "split")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,14 @@ class Profile:
     # Measured on the cpu profile's stage 0 (2,500 steps each, 160 held-out tasks): isolated is worse
     # (`type` 0/76 vs 6/76, `click` 0.68 vs 0.77, safe tasks SR 0.14 vs 0.30), so attached stays
     tokenizer_spaces: str = "attached"
+    # how the tiny model's tokenizer cuts numbers: "merged" (GPT-2's byte-level BPE: "18" after "$" or a
+    # quote is one token, " 18" after a space is " 1" "8", so the reasoning's "Type: 18." and the action's
+    # "18" share no token and copying an amount means translating it twice) or "split" (every digit its own
+    # token, as Qwen2's tokenizer does: a number is the same tokens wherever it stands). The vocabulary is
+    # learned the same way either way and only the cutting differs, so an agent trained with merged digits
+    # can continue with split ones (`base_agent_init`). Merged, the shipped agents type no value with a
+    # digit right (0 of the 25 held-out `type` steps whose value has one; 28 of the 51 others)
+    tokenizer_digits: str = "merged"
     load_in_4bit: bool = False
     bf16: bool = False
     # bf16 autocast when training full weights on a CPU with native bf16 matmuls (AVX-512 BF16 or
@@ -283,6 +292,7 @@ _FIXED = ("name", "overrides")
 CHOICES: dict[str, tuple[str, ...]] = {
     "train_values": TRAIN_VALUES,
     "tokenizer_spaces": TOKENIZER_SPACES,
+    "tokenizer_digits": TOKENIZER_DIGITS,
     # a profile that trains its own stage 0 ("" : this profile's own)
     "base_agent_from": ("",) + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from),
 }

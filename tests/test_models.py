@@ -125,6 +125,39 @@ def test_isolated_spaces_make_a_value_the_same_tokens_in_the_instruction_and_in_
         models.build_tokenizer(1024, "fixed", "glued")
 
 
+def test_split_digits_make_a_number_the_same_tokens_wherever_it_stands():
+    """Merged, "18" after "$" (the instruction) or a quote (the action) and " 18" after a space (the
+    reasoning) share no token; split, the digits are the same ids in all three. The vocabulary is the
+    merged one's, id for id, so an agent trained with merged digits can continue with split ones."""
+    merged = models.build_tokenizer(1024, "procedural", "attached", "merged")
+    split = models.build_tokenizer(1024, "procedural", "attached", "split")
+    assert split.get_vocab() == merged.get_vocab()
+    places = ["Send $18 to Dante Moreau.", "Type: 18. Inquiry check", '{"action": "type", "text": "18"}']
+    for tok, same in ((split, True), (merged, False)):
+        digits = [[tok.convert_ids_to_tokens(i) for i in tok(p, add_special_tokens=False)["input_ids"]] for p in places]
+        runs = [[t for t in toks if any(c.isdigit() for c in t)] for toks in digits]
+        assert (runs[0] == runs[1] == runs[2] == ["1", "8"]) is same, (tok is split, runs)
+    for text in places + ["Sunday 8:15, code cle9805, $140.50"]:
+        ids = split(text, add_special_tokens=False)["input_ids"]
+        assert split.decode(ids) == text
+        assert all(len(t) == 1 for t in split.convert_ids_to_tokens(ids) if any(c.isdigit() for c in t))
+    words = "Tell Cleo Kim: dinner is ready in Chat."
+    assert merged(words)["input_ids"] == split(words)["input_ids"]  # text without digits is cut alike
+    with pytest.raises(ValueError, match="merged or split"):
+        models.build_tokenizer(1024, "fixed", "attached", "single")
+
+
+def test_tokenizer_digits_get_a_cache_of_their_own(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    from inquire_lib.profiles import apply_overrides
+    from inquire_lib.training.sft import base_agent_dir
+
+    cpu = get_profile("cpu")
+    split = apply_overrides(cpu, {"tokenizer_digits": "split"})
+    assert models.tiny_dir(split) == tmp_path / "models" / "tiny-cpu-s0-procedural-digits-split"
+    assert base_agent_dir(split) != base_agent_dir(cpu)
+
+
 def test_tokenizer_spaces_get_a_cache_of_their_own(tmp_path, monkeypatch):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     from inquire_lib.profiles import apply_overrides

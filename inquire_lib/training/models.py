@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..profiles import TOKENIZER_SPACES, Profile
+from ..profiles import TOKENIZER_DIGITS, TOKENIZER_SPACES, Profile
 from ..runs.paths import atomic_dir, cache_dir
 from .configs import quantization_config
 
@@ -54,13 +54,16 @@ def _corpus(n_tasks: int = 600, seed: int = 12345, train_values: str = "fixed") 
     return lines
 
 
-def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = "attached"):
-    """A byte-level BPE trained on the world's text; `spaces` is the profile's `tokenizer_spaces`."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = "attached", digits: str = "merged"):
+    """A byte-level BPE trained on the world's text; `spaces` and `digits` are the profile's
+    `tokenizer_spaces` and `tokenizer_digits`."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     if spaces not in TOKENIZER_SPACES:
         raise ValueError(f"tokenizer_spaces must be {' or '.join(TOKENIZER_SPACES)}, not {spaces!r}")
+    if digits not in TOKENIZER_DIGITS:
+        raise ValueError(f"tokenizer_digits must be {' or '.join(TOKENIZER_DIGITS)}, not {digits!r}")
     tok = Tokenizer(models.BPE())
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
     # "isolated": every space its own piece before GPT-2's word split, so no token starts with a space and
@@ -71,6 +74,11 @@ def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = 
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(_corpus(train_values=train_values), trainer=trainer)
+    if digits == "split":
+        # cut after training, so the vocabulary is the merged one's, token for token: its merges of
+        # digits are never reached, and a model trained with merged digits reads the same ids otherwise
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex("[0-9]"), behavior="isolated"),
+                                                     tok.pre_tokenizer])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                    unk_token=None, model_max_length=4096)
     fast.add_tokens(MARKERS + _slot_tokens())  # ordinary added tokens: they survive skip_special_tokens
@@ -99,7 +107,7 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     profile = profile or get_profile("smoke" if size == "smoke" else "cpu")
     torch.manual_seed(seed)
     random.seed(seed)
-    tok = build_tokenizer(spec["vocab"], profile.train_values, profile.tokenizer_spaces)
+    tok = build_tokenizer(spec["vocab"], profile.train_values, profile.tokenizer_spaces, profile.tokenizer_digits)
     image_proc = Qwen2VLImageProcessor(min_pixels=profile.min_pixels, max_pixels=profile.max_pixels,
                                        size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels})
     processor = Qwen2_5_VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=Qwen2VLVideoProcessor(),
@@ -133,6 +141,8 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
         extra = {} if profile.train_values == "fixed" else {"train_values": profile.train_values}
         if profile.tokenizer_spaces != "attached":
             extra["tokenizer_spaces"] = profile.tokenizer_spaces
+        if profile.tokenizer_digits != "merged":
+            extra["tokenizer_digits"] = profile.tokenizer_digits
         (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec, **extra}))
         write_marker(tmp)
     return out_dir
@@ -140,11 +150,14 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
 
 def tiny_dir(profile: Profile) -> Path:
     """The tiny model's cache folder: one per size, seed, `train_values` (the tokenizer is built from
-    that kind of training text) and `tokenizer_spaces`; the defaults keep the name it always had."""
+    that kind of training text), `tokenizer_spaces` and `tokenizer_digits`; the defaults keep the name
+    it always had."""
     size = profile.model.split(":", 1)[1]
     suffix = "" if profile.train_values == "fixed" else f"-{profile.train_values}"
     if profile.tokenizer_spaces != "attached":
         suffix += f"-spaces-{profile.tokenizer_spaces}"
+    if profile.tokenizer_digits != "merged":
+        suffix += f"-digits-{profile.tokenizer_digits}"
     return cache_dir() / "models" / f"tiny-{size}-s{profile.seed}{suffix}"
 
 
