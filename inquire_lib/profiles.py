@@ -19,6 +19,7 @@ from .world.values import TRAIN_VALUES
 
 TOKENIZER_SPACES = ("attached", "isolated")
 TOKENIZER_DIGITS = ("merged", "split")
+TOKENIZER_SLOTS = ("apart", "joined")
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,13 @@ class Profile:
     # can continue with split ones (`base_agent_init`). Merged, the shipped agents type no value with a
     # digit right (0 of the 25 held-out `type` steps whose value has one; 28 of the 51 others)
     tokenizer_digits: str = "merged"
+    # how an element's slot id (`<r2>`) is cut after the space before it: "apart" (the space a token of
+    # its own, the same in every line of the element list, so finding the slot that follows a name means
+    # matching across it) or "joined" (the slot token carries its space, " <r2>", and follows the name's last
+    # token directly, in the list and in the reasoning's "Target: Dinner party <r2>" alike). Same ids, so an
+    # agent trained apart can continue joined. Apart, 33 of the curriculum agent's 80 wrong clicks on the
+    # held-out steps name the right element and the wrong slot (`evaluation.copying.click_lookups`)
+    tokenizer_slots: str = "apart"
     load_in_4bit: bool = False
     bf16: bool = False
     # bf16 autocast when training full weights on a CPU with native bf16 matmuls (AVX-512 BF16 or
@@ -293,6 +301,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "train_values": TRAIN_VALUES,
     "tokenizer_spaces": TOKENIZER_SPACES,
     "tokenizer_digits": TOKENIZER_DIGITS,
+    "tokenizer_slots": TOKENIZER_SLOTS,
     # a profile that trains its own stage 0 ("" : this profile's own)
     "base_agent_from": ("",) + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from),
 }

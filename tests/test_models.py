@@ -147,6 +147,27 @@ def test_split_digits_make_a_number_the_same_tokens_wherever_it_stands():
         models.build_tokenizer(1024, "fixed", "attached", "single")
 
 
+def test_joined_slots_follow_a_name_directly_in_the_list_and_in_the_reasoning():
+    """Apart, every element line puts the same space token between a name and its slot; joined, the
+    slot token carries the space, so the slot comes right after the name's last token in the element
+    list and in the reasoning alike. Same ids, same text back."""
+    apart = models.build_tokenizer(1024, "procedural", "attached", "merged", "apart")
+    joined = models.build_tokenizer(1024, "procedural", "attached", "merged", "joined")
+    assert len(joined) == len(apart)
+    assert joined.convert_tokens_to_ids(" <r2>") == apart.convert_tokens_to_ids("<r2>")
+    line, think = "- Dinner party <r2>\n- Flight details <r4>", "Target: Dinner party <r2>. Inquiry check"
+    for tok, slot in ((apart, "<r2>"), (joined, " <r2>")):
+        for text in (line, think):
+            toks = tok.convert_ids_to_tokens(tok(text, add_special_tokens=False)["input_ids"])
+            at = toks.index(slot)
+            assert tok.decode(tok(text, add_special_tokens=False)["input_ids"]) == text
+            assert (toks[at - 1] == "y") is (slot == " <r2>"), toks  # "...part" "y" then the slot, or a space first
+    words = "Tell Cleo Kim: dinner is ready in Chat."
+    assert apart(words)["input_ids"] == joined(words)["input_ids"]
+    with pytest.raises(ValueError, match="apart or joined"):
+        models.build_tokenizer(1024, "fixed", "attached", "merged", "glued")
+
+
 def test_tokenizer_digits_get_a_cache_of_their_own(tmp_path, monkeypatch):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     from inquire_lib.profiles import apply_overrides
@@ -156,6 +177,9 @@ def test_tokenizer_digits_get_a_cache_of_their_own(tmp_path, monkeypatch):
     split = apply_overrides(cpu, {"tokenizer_digits": "split"})
     assert models.tiny_dir(split) == tmp_path / "models" / "tiny-cpu-s0-procedural-digits-split"
     assert base_agent_dir(split) != base_agent_dir(cpu)
+    both = apply_overrides(cpu, {"tokenizer_digits": "split", "tokenizer_slots": "joined"})
+    assert models.tiny_dir(both) == tmp_path / "models" / "tiny-cpu-s0-procedural-digits-split-slots-joined"
+    assert len({base_agent_dir(p) for p in (cpu, split, both)}) == 3
 
 
 def test_tokenizer_spaces_get_a_cache_of_their_own(tmp_path, monkeypatch):

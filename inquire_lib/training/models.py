@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ..profiles import TOKENIZER_DIGITS, TOKENIZER_SPACES, Profile
+from ..profiles import TOKENIZER_DIGITS, TOKENIZER_SLOTS, TOKENIZER_SPACES, Profile
 from ..runs.paths import atomic_dir, cache_dir
 from .configs import quantization_config
 
@@ -54,16 +54,19 @@ def _corpus(n_tasks: int = 600, seed: int = 12345, train_values: str = "fixed") 
     return lines
 
 
-def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = "attached", digits: str = "merged"):
-    """A byte-level BPE trained on the world's text; `spaces` and `digits` are the profile's
-    `tokenizer_spaces` and `tokenizer_digits`."""
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = "attached", digits: str = "merged",
+                    slots: str = "apart"):
+    """A byte-level BPE trained on the world's text; `spaces`, `digits` and `slots` are the profile's
+    `tokenizer_spaces`, `tokenizer_digits` and `tokenizer_slots`."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     if spaces not in TOKENIZER_SPACES:
         raise ValueError(f"tokenizer_spaces must be {' or '.join(TOKENIZER_SPACES)}, not {spaces!r}")
     if digits not in TOKENIZER_DIGITS:
         raise ValueError(f"tokenizer_digits must be {' or '.join(TOKENIZER_DIGITS)}, not {digits!r}")
+    if slots not in TOKENIZER_SLOTS:
+        raise ValueError(f"tokenizer_slots must be {' or '.join(TOKENIZER_SLOTS)}, not {slots!r}")
     tok = Tokenizer(models.BPE())
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
     # "isolated": every space its own piece before GPT-2's word split, so no token starts with a space and
@@ -81,7 +84,9 @@ def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = 
                                                      tok.pre_tokenizer])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                    unk_token=None, model_max_length=4096)
-    fast.add_tokens(MARKERS + _slot_tokens())  # ordinary added tokens: they survive skip_special_tokens
+    # ordinary added tokens: they survive skip_special_tokens; joined, in the same order, so the same ids
+    fast.add_tokens(MARKERS + (_slot_tokens() if slots == "apart" else
+                               [AddedToken(" " + t, normalized=False) for t in _slot_tokens()]))
     return fast
 
 
@@ -107,7 +112,8 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     profile = profile or get_profile("smoke" if size == "smoke" else "cpu")
     torch.manual_seed(seed)
     random.seed(seed)
-    tok = build_tokenizer(spec["vocab"], profile.train_values, profile.tokenizer_spaces, profile.tokenizer_digits)
+    tok = build_tokenizer(spec["vocab"], profile.train_values, profile.tokenizer_spaces, profile.tokenizer_digits,
+                          profile.tokenizer_slots)
     image_proc = Qwen2VLImageProcessor(min_pixels=profile.min_pixels, max_pixels=profile.max_pixels,
                                        size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels})
     processor = Qwen2_5_VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=Qwen2VLVideoProcessor(),
@@ -143,6 +149,8 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
             extra["tokenizer_spaces"] = profile.tokenizer_spaces
         if profile.tokenizer_digits != "merged":
             extra["tokenizer_digits"] = profile.tokenizer_digits
+        if profile.tokenizer_slots != "apart":
+            extra["tokenizer_slots"] = profile.tokenizer_slots
         (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec, **extra}))
         write_marker(tmp)
     return out_dir
@@ -150,14 +158,15 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
 
 def tiny_dir(profile: Profile) -> Path:
     """The tiny model's cache folder: one per size, seed, `train_values` (the tokenizer is built from
-    that kind of training text), `tokenizer_spaces` and `tokenizer_digits`; the defaults keep the name
-    it always had."""
+    that kind of training text) and each tokenizer setting; the defaults keep the name it always had."""
     size = profile.model.split(":", 1)[1]
     suffix = "" if profile.train_values == "fixed" else f"-{profile.train_values}"
     if profile.tokenizer_spaces != "attached":
         suffix += f"-spaces-{profile.tokenizer_spaces}"
     if profile.tokenizer_digits != "merged":
         suffix += f"-digits-{profile.tokenizer_digits}"
+    if profile.tokenizer_slots != "apart":
+        suffix += f"-slots-{profile.tokenizer_slots}"
     return cache_dir() / "models" / f"tiny-{size}-s{profile.seed}{suffix}"
 
 

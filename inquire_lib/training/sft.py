@@ -64,8 +64,8 @@ BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the
 # own (cached under a hash of those overrides); any other override shares the profile's
 BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
-                     "sft_batch", "train_values", "task_last", "tokenizer_spaces", "tokenizer_digits", "copy_drill_tasks",
-                     "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
+                     "sft_batch", "train_values", "task_last", "tokenizer_spaces", "tokenizer_digits", "tokenizer_slots",
+                     "copy_drill_tasks", "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
                      "recovery_drill_slips")
 
 
@@ -168,10 +168,10 @@ def base_agent_init(profile: Profile) -> str | None:
     from . import shipped
 
     path = cache_dir() / "models" / name
-    # an agent trained with merged digits continues with split ones: the vocabulary is the same
-    merged = profile.replace(tokenizer_digits="merged")
-    if not (check_cache(path) or _install_shipped(path, profile)
-            or (profile.tokenizer_digits != "merged" and _install_shipped(path, merged))):
+    # an agent trained with merged digits or apart slots continues with split or joined ones: the
+    # vocabulary is the same, id for id, so the shipped agents (trained with the defaults) can start it
+    plain = profile.replace(tokenizer_digits="merged", tokenizer_slots="apart")
+    if not (check_cache(path) or _install_shipped(path, profile) or (plain != profile and _install_shipped(path, plain))):
         raise FileNotFoundError(f"base_agent_init={name!r}: no complete base agent at {path} and no shipped one "
                                 f"of that name whose hashes match {shipped.SHIPPED_ROOT}")
     return str(path)
