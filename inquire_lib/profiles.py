@@ -154,7 +154,8 @@ class Profile:
     dagger_mix: float = 0.0
     # at most this many labelled states per episode for one screen and expert label (0: every one). A policy
     # that makes the same mistake again after Back loops until the step limit, and without a cap those two
-    # states (the detour, labelled Back; the screen before it, labelled the right action) are most of a round
+    # states (the detour, labelled Back; the screen before it, labelled the right action) are most of a round;
+    # its effect on a round is not measured yet
     dagger_repeat_cap: int = 0
     dagger_lr: float = 5e-4
     # --- stage 2: action-level GRPO ---
