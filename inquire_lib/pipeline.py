@@ -152,7 +152,8 @@ def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_f
 
 def _labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list, beta: float = 0.0):
     """Play the checkpoint at `path` greedily on `tasks`, every visited state labelled by the expert
-    (`training.dagger.Labeller`); returns (labelled states, episodes) and frees the model."""
+    (`training.dagger.Labeller`); returns (the labeller, which holds the states, and the episodes) and
+    frees the model."""
     from .training.dagger import Labeller
 
     labeller = Labeller(profile, round_index, beta, profile.seed)
@@ -162,7 +163,7 @@ def _labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list
     finally:
         del model
         gc.collect()
-    return labeller.states, played, labeller.repeats_dropped
+    return labeller, played
 
 
 @_timed("dagger")
@@ -182,13 +183,14 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
     current, states, out = start, [], []
     for r in range(1, rounds + 1):
         t0 = time.time()
-        labelled, played, dropped = _labelled_rollout(profile, current, r, round_tasks(profile, r, per_round), beta)
+        labeller, played = _labelled_rollout(profile, current, r, round_tasks(profile, r, per_round), beta)
+        labelled = labeller.states
         states += labelled
         res = continue_sft(profile, current, states, artifacts_dir(profile) / name / f"round{r}", steps, callbacks)
         current = res.path
         out.append(Round(r, current, len(labelled), sum(s["_off_path"] for s in labelled),
                          sum(e["success"] for e in played) / max(1, len(played)), time.time() - t0,
-                         repeats_dropped=dropped, examples=[x for x in labelled if x["_off_path"]]))
+                         repeats_dropped=labeller.repeats_dropped, examples=[x for x in labelled if x["_off_path"]]))
     # the last round is the stage's one named checkpoint, like the other stages'
     return (str(copy_dir_atomic(current, artifacts_dir(profile) / name / "final")) if out else current), out
 

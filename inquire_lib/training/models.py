@@ -24,6 +24,17 @@ QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_sta
 # Markers the rewards must see after decoding: ordinary added tokens (as Qwen registers them), never
 # special ones, since GRPO decodes with skip_special_tokens=True.
 MARKERS = ["<tool_call>", "</tool_call>", "<think>", "</think>"]
+# the tokenizer's profile fields and their choices, the default first
+TOKENIZER_FIELDS = {"tokenizer_spaces": TOKENIZER_SPACES, "tokenizer_digits": TOKENIZER_DIGITS,
+                    "tokenizer_slots": TOKENIZER_SLOTS}
+# the ones that change only how text is cut, never the vocabulary: a model trained with their defaults
+# reads the same ids with any of their choices
+CUT_ONLY = ("tokenizer_digits", "tokenizer_slots")
+
+
+def tokenizer_settings(profile: Profile) -> dict[str, str]:
+    """The profile's tokenizer fields that are not their defaults."""
+    return {f: getattr(profile, f) for f, choices in TOKENIZER_FIELDS.items() if getattr(profile, f) != choices[0]}
 
 TINY_SIZES = {
     # text hidden, layers, heads, kv heads, mlp, vision hidden, vision depth, vocab
@@ -61,12 +72,9 @@ def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = 
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    if spaces not in TOKENIZER_SPACES:
-        raise ValueError(f"tokenizer_spaces must be {' or '.join(TOKENIZER_SPACES)}, not {spaces!r}")
-    if digits not in TOKENIZER_DIGITS:
-        raise ValueError(f"tokenizer_digits must be {' or '.join(TOKENIZER_DIGITS)}, not {digits!r}")
-    if slots not in TOKENIZER_SLOTS:
-        raise ValueError(f"tokenizer_slots must be {' or '.join(TOKENIZER_SLOTS)}, not {slots!r}")
+    for field, value in zip(TOKENIZER_FIELDS, (spaces, digits, slots)):
+        if value not in TOKENIZER_FIELDS[field]:
+            raise ValueError(f"{field} must be {' or '.join(TOKENIZER_FIELDS[field])}, not {value!r}")
     tok = Tokenizer(models.BPE())
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
     # "isolated": every space its own piece before GPT-2's word split, so no token starts with a space and
@@ -145,12 +153,7 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
         processor.save_pretrained(tmp)
         # train_values only when not the default, so that a default build stays byte-identical
         extra = {} if profile.train_values == "fixed" else {"train_values": profile.train_values}
-        if profile.tokenizer_spaces != "attached":
-            extra["tokenizer_spaces"] = profile.tokenizer_spaces
-        if profile.tokenizer_digits != "merged":
-            extra["tokenizer_digits"] = profile.tokenizer_digits
-        if profile.tokenizer_slots != "apart":
-            extra["tokenizer_slots"] = profile.tokenizer_slots
+        extra.update(tokenizer_settings(profile))
         (tmp / "inquire_tiny.json").write_text(json.dumps({"size": size, "seed": seed, **spec, **extra}))
         write_marker(tmp)
     return out_dir
@@ -161,12 +164,7 @@ def tiny_dir(profile: Profile) -> Path:
     that kind of training text) and each tokenizer setting; the defaults keep the name it always had."""
     size = profile.model.split(":", 1)[1]
     suffix = "" if profile.train_values == "fixed" else f"-{profile.train_values}"
-    if profile.tokenizer_spaces != "attached":
-        suffix += f"-spaces-{profile.tokenizer_spaces}"
-    if profile.tokenizer_digits != "merged":
-        suffix += f"-digits-{profile.tokenizer_digits}"
-    if profile.tokenizer_slots != "apart":
-        suffix += f"-slots-{profile.tokenizer_slots}"
+    suffix += "".join(f"-{field.removeprefix('tokenizer_')}-{value}" for field, value in tokenizer_settings(profile).items())
     return cache_dir() / "models" / f"tiny-{size}-s{profile.seed}{suffix}"
 
 

@@ -26,7 +26,7 @@ from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
 from .devices import is_main_process, wait_for_everyone
 from .fit import TrainResult, fit
-from .models import base_of, load_checkpoint, load_model_and_processor, model_path
+from .models import CUT_ONLY, TOKENIZER_FIELDS, base_of, load_checkpoint, load_model_and_processor, model_path
 
 
 def _keep(rec_id: str, fraction: float, seed: int) -> bool:
@@ -168,9 +168,9 @@ def base_agent_init(profile: Profile) -> str | None:
     from . import shipped
 
     path = cache_dir() / "models" / name
-    # an agent trained with merged digits or apart slots continues with split or joined ones: the
-    # vocabulary is the same, id for id, so the shipped agents (trained with the defaults) can start it
-    plain = profile.replace(tokenizer_digits="merged", tokenizer_slots="apart")
+    # the shipped agents were trained with the tokenizer's defaults; a profile that changes only how
+    # text is cut (`models.CUT_ONLY`: the same ids) can start from them too
+    plain = profile.replace(**{f: TOKENIZER_FIELDS[f][0] for f in CUT_ONLY})
     if not (check_cache(path) or _install_shipped(path, profile) or (plain != profile and _install_shipped(path, plain))):
         raise FileNotFoundError(f"base_agent_init={name!r}: no complete base agent at {path} and no shipped one "
                                 f"of that name whose hashes match {shipped.SHIPPED_ROOT}")
