@@ -1,5 +1,5 @@
-"""Does the agent copy a value or recall one? A teacher-forced probe of the `type` steps, and a
-diagnosis of wrong clicks (`click_lookups`).
+"""Does the agent copy a value or recall one? A teacher-forced probe of the `type` steps, a
+diagnosis of wrong clicks (`click_lookups`), and the mechanism both need (`induction`).
 
 For each step whose gold action types a text, the prompt and the gold completion up to "Type: " (where
 the reasoning first writes the value) go through the model in one forward pass with the value appended;
@@ -98,3 +98,22 @@ def click_lookups(preds: list[dict], records: list[dict]) -> dict:
             kind = "acted_off_think"
         out[kind] += 1
     return out
+
+
+def induction(model, vocab: range, n: int = 32, length: int = 20, seed: int = 0) -> dict:
+    """Can the model copy at all? `n` sequences of `length` random tokens from `vocab`, each written
+    twice, in one text-only forward pass. A model with induction heads (attend to the token after the
+    earlier copy of the current one, copy it) predicts the second half: its loss there falls far below
+    the first half's, where nothing can be known. Returns {"first_loss", "second_loss"} (mean
+    cross-entropy, nats) and "copied": the share of the second half's tokens after its first that are the
+    arg-max. A random guess scores about 1/len(vocab); a pretrained language model, most of them."""
+    g = torch.Generator().manual_seed(seed)
+    half = torch.tensor(vocab)[torch.randint(len(vocab), (n, length), generator=g)]
+    ids = torch.cat([half, half], 1)
+    model.eval()
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits.float()
+    nll = -torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
+    copied = logits[:, length:-1].argmax(-1) == ids[:, length + 1:]
+    return {"first_loss": nll[:, :length - 1].mean().item(), "second_loss": nll[:, length:].mean().item(),
+            "copied": copied.float().mean().item()}
