@@ -49,5 +49,11 @@ def test_a_blind_model_copies_nothing_and_both_halves_cost_the_same():
     assert r["first_loss"] == pytest.approx(r["second_loss"]) == pytest.approx(torch.log(torch.tensor(50.0)).item())
 
 
+def test_a_copier_of_one_distance_fails_across_a_gap():
+    assert induction(HalfBack(20), range(10, VOCAB), n=8, length=20, gap=30)["copied"] < 0.1
+    r = induction(HalfBack(50), range(10, VOCAB), n=8, length=20, gap=30)
+    assert r["copied"] == 1.0 and r["second_loss"] < 0.01
+
+
 def test_the_draw_is_seeded():
     assert induction(Blind(), range(10, VOCAB), seed=3) == induction(Blind(), range(10, VOCAB), seed=3)

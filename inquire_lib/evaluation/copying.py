@@ -100,20 +100,23 @@ def click_lookups(preds: list[dict], records: list[dict]) -> dict:
     return out
 
 
-def induction(model, vocab: range, n: int = 32, length: int = 20, seed: int = 0) -> dict:
-    """Can the model copy at all? `n` sequences of `length` random tokens from `vocab`, each written
-    twice, in one text-only forward pass. A model with induction heads (attend to the token after the
+def induction(model, vocab, n: int = 32, length: int = 20, gap: int = 0, seed: int = 0) -> dict:
+    """Can the model copy at all? `n` sequences of `length` random tokens from `vocab` (token ids), each
+    written twice with `gap` other random tokens between, in one text-only forward pass. A model with induction heads (attend to the token after the
     earlier copy of the current one, copy it) predicts the second half: its loss there falls far below
     the first half's, where nothing can be known. Returns {"first_loss", "second_loss"} (mean
     cross-entropy, nats) and "copied": the share of the second half's tokens after its first that are the
-    arg-max. A random guess scores about 1/len(vocab); a pretrained language model, most of them."""
+    arg-max. A random guess scores about 1/len(vocab); a pretrained language model, most of them, at
+    any `gap`: an agent copies a value typed hundreds of tokens after the instruction that names it."""
     g = torch.Generator().manual_seed(seed)
-    half = torch.tensor(vocab)[torch.randint(len(vocab), (n, length), generator=g)]
-    ids = torch.cat([half, half], 1)
+    draw = lambda k: torch.tensor(list(vocab))[torch.randint(len(vocab), (n, k), generator=g)]
+    half = draw(length)
+    ids = torch.cat([half, draw(gap), half], 1)
+    start = length + gap  # the second copy's first token
     model.eval()
     with torch.no_grad():
         logits = model(input_ids=ids).logits.float()
     nll = -torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
-    copied = logits[:, length:-1].argmax(-1) == ids[:, length + 1:]
-    return {"first_loss": nll[:, :length - 1].mean().item(), "second_loss": nll[:, length:].mean().item(),
+    copied = logits[:, start:-1].argmax(-1) == ids[:, start + 1:]
+    return {"first_loss": nll[:, :length - 1].mean().item(), "second_loss": nll[:, start:].mean().item(),
             "copied": copied.float().mean().item()}
