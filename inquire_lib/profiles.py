@@ -118,6 +118,13 @@ class Profile:
     # at most this many mistakes in a row at the drill's step (each undone by Back): with one, a policy
     # that learned Back still ends the task on its second detour (33 of 39 detoured safe tasks)
     recovery_drill_slips: int = 1
+    # stage 0's copy warm-up (`training.warmup`): first this many steps of text-only sequences that write a
+    # random token string, a random gap of up to `copy_warmup_gap` tokens, and the string again (loss on the
+    # second copy), so the model forms the induction heads that copying needs; then stage 0's agent data.
+    # The shipped agents copy 0-1% of such strings (`evaluation.copying.induction`); effect: see the README
+    copy_warmup_steps: int = 0
+    copy_warmup_gap: int = 200
+    copy_warmup_lr: float = 1e-3
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16

@@ -66,7 +66,7 @@ BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
                      "sft_batch", "train_values", "task_last", "tokenizer_spaces", "tokenizer_digits", "tokenizer_slots",
                      "copy_drill_tasks", "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
-                     "recovery_drill_slips")
+                     "recovery_drill_slips", "copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr")
 
 
 def stage0_records(profile: Profile) -> datasets.Dataset:
@@ -136,12 +136,18 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
         return str(path)
     plain = profile.replace(lora=False, load_in_4bit=False,
                             torch_threads=profile.base_agent_threads or profile.torch_threads)
-    res = _run_sft(plain, start=base_agent_init(profile), out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
+    start = base_agent_init(profile)
+    warmup_dir = cache_dir() / "runs" / f"{path.name}-copy-warmup"
+    if profile.copy_warmup_steps > 0:
+        from .warmup import copy_warmup
+        start = copy_warmup(plain, start, warmup_dir, callbacks=progress_callbacks).path
+    res = _run_sft(plain, start=start, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    train=stage0_records(plain), steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
     if is_main_process():
         copy_dir_atomic(res.path, path)  # replaces a cache that failed its check, whole; the marker comes along
         shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
+        shutil.rmtree(warmup_dir, ignore_errors=True)
     wait_for_everyone()
     return str(path)
 
