@@ -120,8 +120,9 @@ class Profile:
     recovery_drill_slips: int = 1
     # stage 0's copy warm-up (`training.warmup`): first this many steps of text-only sequences that write a
     # random token string, a random gap of up to `copy_warmup_gap` tokens, and the string again (loss on the
-    # second copy), so the model forms the induction heads that copying needs; then stage 0's agent data.
-    # The shipped agents copy 0-1% of such strings (`evaluation.copying.induction`); effect: see the README
+    # second copy), meant to form the induction heads that copying needs; then stage 0's agent data. The
+    # shipped agents copy 0-1% of such strings (`evaluation.copying.induction`); the warm-ups measured so far
+    # form only a copier of about a dozen tokens, not one across a prompt (README)
     copy_warmup_steps: int = 0
     copy_warmup_gap: int = 200
     copy_warmup_lr: float = 1e-3

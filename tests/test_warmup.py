@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from inquire_lib.profiles import get_profile
-from inquire_lib.training.warmup import LENGTHS, ordinary_tokens, repeat_sequences
+from inquire_lib.evaluation.copying import ordinary_tokens
+from inquire_lib.training.warmup import LENGTHS, repeat_sequences
 
 
 def test_each_row_repeats_its_string_after_a_gap_and_scores_only_the_copy():
@@ -40,6 +41,16 @@ def test_ordinary_tokens_leave_out_the_added_ones():
             return 10
 
     assert ordinary_tokens(Tok()) == [0, 1, 2, 4, 5, 6, 8, 9]
+
+
+def test_the_defaults_keep_the_shipped_base_agent_and_a_warmup_gets_its_own():
+    from inquire_lib.profiles import apply_overrides
+    from inquire_lib.training.sft import base_agent_dir
+
+    cpu = get_profile("cpu")
+    assert base_agent_dir(cpu).name == "base-agent-cpu-s0-v2-procedural"
+    warmed = base_agent_dir(apply_overrides(cpu, {"copy_warmup_steps": 100}))
+    assert warmed.name.startswith("base-agent-cpu-s0-v2-procedural-o") and warmed != base_agent_dir(cpu)
 
 
 @pytest.mark.slow

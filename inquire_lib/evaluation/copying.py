@@ -100,16 +100,25 @@ def click_lookups(preds: list[dict], records: list[dict]) -> dict:
     return out
 
 
+def ordinary_tokens(tokenizer) -> list[int]:
+    """The ids of every token the tokenizer learned (not the special and added ones: the chat's
+    markers, the image placeholders, the element slots): the vocabulary `induction` draws from."""
+    added = set(tokenizer.get_added_vocab().values())
+    return [i for i in range(len(tokenizer)) if i not in added]
+
+
 def induction(model, vocab, n: int = 32, length: int = 20, gap: int = 0, seed: int = 0) -> dict:
-    """Can the model copy at all? `n` sequences of `length` random tokens from `vocab` (token ids), each
-    written twice with `gap` other random tokens between, in one text-only forward pass. A model with induction heads (attend to the token after the
-    earlier copy of the current one, copy it) predicts the second half: its loss there falls far below
-    the first half's, where nothing can be known. Returns {"first_loss", "second_loss"} (mean
-    cross-entropy, nats) and "copied": the share of the second half's tokens after its first that are the
-    arg-max. A random guess scores about 1/len(vocab); a pretrained language model, most of them, at
-    any `gap`: an agent copies a value typed hundreds of tokens after the instruction that names it."""
+    """Can the model copy at all? `n` sequences of `length` random tokens from `vocab` (token ids, e.g.
+    `ordinary_tokens`), each written twice with `gap` other random tokens between, in one text-only
+    forward pass. A model with induction heads (attend to the token after the earlier copy of the
+    current one, copy it) predicts the second half: its loss there falls far below the first half's,
+    where nothing can be known. Returns {"first_loss", "second_loss"} (mean cross-entropy, nats) and
+    "copied": the share of the second half's tokens after its first that are the arg-max. A random
+    guess scores about 1/len(vocab); a pretrained language model, most of them, at any `gap`: an agent
+    copies a value typed hundreds of tokens after the instruction that names it."""
     g = torch.Generator().manual_seed(seed)
-    draw = lambda k: torch.tensor(list(vocab))[torch.randint(len(vocab), (n, k), generator=g)]
+    ids_of = torch.tensor(list(vocab))
+    draw = lambda k: ids_of[torch.randint(len(ids_of), (n, k), generator=g)]
     half = draw(length)
     ids = torch.cat([half, draw(gap), half], 1)
     start = length + gap  # the second copy's first token

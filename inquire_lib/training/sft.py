@@ -122,7 +122,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     profile = base_agent_source(get_profile(profile))
     if profile.base_agent_steps <= 0:
         return None
-    from ..runs.integrity import check_cache
+    from ..runs.integrity import check_cache, is_complete
     from . import shipped
     from .weights import check_weights
 
@@ -138,9 +138,10 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
                             torch_threads=profile.base_agent_threads or profile.torch_threads)
     start = base_agent_init(profile)
     warmup_dir = cache_dir() / "runs" / f"{path.name}-copy-warmup"
-    if profile.copy_warmup_steps > 0:
+    if profile.copy_warmup_steps > 0:  # a warm-up that finished before stage 0 was cut short is kept
         from .warmup import copy_warmup
-        start = copy_warmup(plain, start, warmup_dir, callbacks=progress_callbacks).path
+        done = warmup_dir / "final"
+        start = str(done) if is_complete(done) else copy_warmup(plain, start, warmup_dir, callbacks=progress_callbacks).path
     res = _run_sft(plain, start=start, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    train=stage0_records(plain), steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)

@@ -15,9 +15,9 @@ number of positions does not pay (strings of one length are learned exactly that
 0.00, and 0.01 on longer strings).
 
 Measured on the cpu agents (README): strings without a gap form a copier in a few thousand steps (0.78
-of the copy), but it works only among the first few dozen tokens of a sequence; no schedule tried yet
-(gaps, prefixes, a growing prefix, more heads) gives one that copies after 150 tokens, which is what
-an agent needs. So the warm-up is off by default.
+of the copy), but it is a window of about a dozen tokens: it copies nothing from 20 or more tokens
+back, and no schedule tried yet (gaps, prefixes, growing either, longer strings, more heads) widens it
+to the hundreds of tokens an agent copies across. So the warm-up is off by default.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from pathlib import Path
 import datasets
 import torch
 
+from ..evaluation.copying import ordinary_tokens
 from ..profiles import Profile
 from .configs import sft_config
 from .fit import TrainResult, fit
@@ -36,13 +37,6 @@ from .models import load_model_and_processor
 # agent: 8 sequences of 8-24 tokens copy 0.51 after 2,000 steps, 32 of 10-60 tokens 0.01-0.11 after 1,150)
 BATCH = 8
 LENGTHS = (3, 12)  # tokens in the string that is copied
-
-
-def ordinary_tokens(tokenizer) -> list[int]:
-    """The ids of every token the tokenizer learned (not the special and added ones: the chat's
-    markers, the image placeholders, the element slots)."""
-    added = set(tokenizer.get_added_vocab().values())
-    return [i for i in range(len(tokenizer)) if i not in added]
 
 
 def repeat_sequences(vocab: list[int], n: int, max_gap: int, seed: int) -> datasets.Dataset:
