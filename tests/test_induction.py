@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from inquire_lib.evaluation.copying import induction
+from inquire_lib.evaluation.copying import copy_attention, induction
 
 VOCAB = 50
 
@@ -57,3 +57,45 @@ def test_a_copier_of_one_distance_fails_across_a_gap():
 
 def test_the_draw_is_seeded():
     assert induction(Blind(), range(10, VOCAB), seed=3) == induction(Blind(), range(10, VOCAB), seed=3)
+
+
+class FixedLook:
+    """One layer, two heads: head 0 attends `back` positions behind each query, head 1 spreads evenly."""
+
+    def __init__(self, back: int):
+        self.back = back
+
+    def eval(self):
+        return self
+
+    def __call__(self, input_ids, output_attentions=False):
+        n, t = input_ids.shape
+        look = torch.zeros(t, t)
+        for q in range(t):
+            look[q, max(q - self.back, 0)] = 1.0
+        even = torch.tril(torch.ones(t, t)) / torch.arange(1, t + 1)[:, None]
+        att = torch.stack([look, even])[None].expand(n, -1, -1, -1)
+        return SimpleNamespace(attentions=(att,))
+
+
+def test_copy_attention_reads_each_role_of_each_head():
+    # strings of 12 written back to back: the source of a second-copy query lies 11 positions back
+    roles = copy_attention(FixedLook(11), range(10, VOCAB), n=4, length=12)
+    assert len(roles) == 1 and len(roles[0]) == 2
+    assert roles[0][0] == {"source": 1.0, "previous": 0.0, "same": 0.0}
+    # the even head gives each of the 13-23 keys it sees the same share
+    expected = torch.tensor([1 / (q + 1) for q in range(13, 24)]).mean().item()
+    assert roles[0][1]["source"] == pytest.approx(expected) == pytest.approx(roles[0][1]["previous"])
+
+
+def test_a_head_that_looks_a_fixed_distance_back_loses_the_source_across_a_gap():
+    assert copy_attention(FixedLook(11), range(10, VOCAB), n=4, length=12, gap=20)[0][0]["source"] == 0.0
+    assert copy_attention(FixedLook(1), range(10, VOCAB), n=4, length=12, gap=20)[0][0]["previous"] == 1.0
+
+
+def test_a_model_without_attention_weights_is_refused():
+    class NoWeights(FixedLook):
+        def __call__(self, input_ids, output_attentions=False):
+            return SimpleNamespace(attentions=None)
+    with pytest.raises(ValueError, match="eager"):
+        copy_attention(NoWeights(1), range(10, VOCAB), n=2, length=6)

@@ -129,3 +129,33 @@ def induction(model, vocab, n: int = 32, length: int = 20, gap: int = 0, seed: i
     copied = logits[:, start:-1].argmax(-1) == ids[:, start + 1:]
     return {"first_loss": nll[:, :length - 1].mean().item(), "second_loss": nll[:, start:].mean().item(),
             "copied": copied.float().mean().item()}
+
+
+COPY_ROLES = ("source", "previous", "same")
+
+
+def copy_attention(model, vocab, n: int = 8, length: int = 12, gap: int = 0, seed: int = 0) -> list[list[dict]]:
+    """Which heads look where while the model copies: the sequences of `induction`, one forward pass
+    with attention weights (the model must run eager attention: `model.set_attn_implementation("eager")`).
+    For the second copy's queries after its first token, each head's mean attention on three keys:
+    "source", the token after the earlier copy of the current one (what an induction head reads and
+    copies); "previous", the token just before the query (a previous-token head, the other half of the
+    circuit); "same", the earlier copy of the current token. Returns [layer][head] -> {role: share}.
+    A real induction head puts most of its mass on "source" at every `gap`; a head that looks back a
+    fixed number of positions does so only when `length + gap` is its distance, which is how a copier
+    that works on short strings and nowhere else gives itself away."""
+    g = torch.Generator().manual_seed(seed)
+    ids_of = torch.tensor(list(vocab))
+    draw = lambda k: ids_of[torch.randint(len(ids_of), (n, k), generator=g)]
+    half = draw(length)
+    ids = torch.cat([half, draw(gap), half], 1)
+    period = length + gap
+    queries = torch.arange(period + 1, period + length)
+    keys = {"source": queries - period + 1, "previous": queries - 1, "same": queries - period}
+    model.eval()
+    with torch.no_grad():
+        attentions = model(input_ids=ids, output_attentions=True).attentions
+    if not attentions or attentions[0] is None:
+        raise ValueError("the model returned no attention weights: set its attention implementation to eager")
+    return [[{role: att[:, head, queries, keys[role]].mean().item() for role in COPY_ROLES}
+             for head in range(att.shape[1])] for att in attentions]
