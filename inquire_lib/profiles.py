@@ -118,14 +118,18 @@ class Profile:
     # at most this many mistakes in a row at the drill's step (each undone by Back): with one, a policy
     # that learned Back still ends the task on its second detour (33 of 39 detoured safe tasks)
     recovery_drill_slips: int = 1
-    # stage 0's copy warm-up (`training.warmup`): first this many steps of text-only sequences that write a
-    # random token string, a random gap of up to `copy_warmup_gap` tokens, and the string again (loss on the
-    # second copy), meant to form the induction heads that copying needs; then stage 0's agent data. The
-    # shipped agents copy 0-1% of such strings (`evaluation.copying.induction`); the warm-ups measured so far
-    # form only a copier of about a dozen tokens, not one across a prompt (README)
+    # stage 0's copy warm-up (`training.warmup`): text-only sequences that write a random token string, a
+    # gap, and the string again (loss on the second copy), to form the induction heads copying needs
+    # before stage 0's agent data. The shipped agents copy 0-1% of such strings (`evaluation.copying`).
+    # `copy_warmup_steps` (0: no warm-up) of every token with log-uniform gaps of up to `copy_warmup_gap`
     copy_warmup_steps: int = 0
     copy_warmup_gap: int = 200
     copy_warmup_lr: float = 1e-3
+    # ... after a seed part of strings of the first `copy_warmup_seed_vocab` ordinary tokens with gaps of up
+    # to `copy_warmup_seed_gap`, where the circuit forms quickly (README: "The agents cannot copy at all")
+    copy_warmup_seed_steps: int = 2000
+    copy_warmup_seed_vocab: int = 64
+    copy_warmup_seed_gap: int = 24
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16

@@ -4,13 +4,14 @@ its cached base agent."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
 
 from inquire_lib.profiles import get_profile
 from inquire_lib.evaluation.copying import ordinary_tokens
-from inquire_lib.training.warmup import LENGTHS, repeat_sequences
+from inquire_lib.training.warmup import LENGTHS, CopyPhase, phases, repeat_sequences
 
 
 def test_each_row_repeats_its_string_after_a_gap_and_scores_only_the_copy():
@@ -30,6 +31,23 @@ def test_each_row_repeats_its_string_after_a_gap_and_scores_only_the_copy():
     again = repeat_sequences(vocab, 200, max_gap=30, seed=0)
     assert again["input_ids"] == rows["input_ids"]
     assert repeat_sequences(vocab, 200, max_gap=30, seed=1)["input_ids"] != rows["input_ids"]
+
+
+def test_log_uniform_gaps_are_mostly_short_and_reach_the_longest():
+    rows = repeat_sequences(list(range(100, 160)), 2000, max_gap=200, seed=0, log_gaps=True)
+    gaps = [len(ids) - 2 * (sum(mask) + 1) for ids, mask in zip(rows["input_ids"], rows["completion_mask"])]
+    assert min(gaps) == 0 and 150 < max(gaps) <= 200
+    assert 0.4 < sum(g <= 14 for g in gaps) / len(gaps) < 0.6  # half of log-uniform lies below sqrt(202) - 1
+    assert sum(g > 100 for g in gaps) / len(gaps) < 0.2
+
+
+def test_the_phases_seed_the_circuit_on_few_tokens_then_use_them_all():
+    cpu = get_profile("cpu")
+    assert phases(cpu) == []  # off by default
+    on = cpu.replace(copy_warmup_steps=3000)
+    assert phases(on) == [CopyPhase(on.copy_warmup_seed_steps, on.copy_warmup_seed_vocab, on.copy_warmup_seed_gap, False),
+                          CopyPhase(3000, 0, on.copy_warmup_gap, True)]
+    assert phases(on.replace(copy_warmup_seed_steps=0)) == [CopyPhase(3000, 0, on.copy_warmup_gap, True)]
 
 
 def test_ordinary_tokens_leave_out_the_added_ones():
@@ -62,16 +80,24 @@ def test_the_warmup_trains_through_trl_and_publishes_a_complete_model(tmp_path, 
 
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
     torch.set_num_threads(1)
-    prof = get_profile("smoke").replace(copy_warmup_steps=3, copy_warmup_gap=10, load_in_4bit=False, lora=False)
+    prof = get_profile("smoke").replace(copy_warmup_steps=3, copy_warmup_gap=10, copy_warmup_seed_steps=2,
+                                        copy_warmup_seed_vocab=20, copy_warmup_seed_gap=5, load_in_4bit=False, lora=False)
     start = models.model_path(prof)
     res = copy_warmup(prof, None, tmp_path / "warmup")
-    assert is_complete(res.path)
-    meta = json.loads((tmp_path / "warmup" / "final" / "inquire_train.json").read_text())
-    assert meta["stage"] == "copy_warmup" and meta["steps"] == 3 and meta["n_examples"] == 24 and meta["max_gap"] == 10
+    assert is_complete(res.path) and res.path == str(tmp_path / "warmup" / "phase-1" / "final")
+    seed = json.loads((tmp_path / "warmup" / "phase-0" / "final" / "inquire_train.json").read_text())
+    main = json.loads(Path(res.path, "inquire_train.json").read_text())
+    assert (seed["steps"], seed["vocab"], seed["max_gap"], seed["log_gaps"], seed["n_examples"]) == (2, 20, 5, False, 64)
+    assert main["stage"] == "copy_warmup" and main["steps"] == 3 and main["n_examples"] == 96 and main["max_gap"] == 10
+    assert main["start"] == str(tmp_path / "warmup" / "phase-0" / "final") and main["vocab"] > 500
     losses = [h["loss"] for h in res.log_history if "loss" in h]
     assert losses and all(l > 0 for l in losses)
     before, _ = models.load_checkpoint(prof, start)
     after, _ = models.load_checkpoint(prof, res.path)
     changed = [n for (n, a), (_, b) in zip(before.named_parameters(), after.named_parameters()) if not torch.equal(a, b)]
     assert any("language_model" in n for n in changed)
-    assert {"copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr"} <= set(BASE_AGENT_FIELDS)
+    assert {"copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr", "copy_warmup_seed_steps", "copy_warmup_seed_vocab",
+            "copy_warmup_seed_gap"} <= set(BASE_AGENT_FIELDS)
+    # run again: both phases are complete and kept, nothing retrains
+    again = copy_warmup(prof, None, tmp_path / "warmup")
+    assert again.path == res.path and again.log_history == []

@@ -66,7 +66,8 @@ BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_
                      "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
                      "sft_batch", "train_values", "task_last", "tokenizer_spaces", "tokenizer_digits", "tokenizer_slots",
                      "copy_drill_tasks", "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
-                     "recovery_drill_slips", "copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr")
+                     "recovery_drill_slips", "copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr",
+                     "copy_warmup_seed_steps", "copy_warmup_seed_vocab", "copy_warmup_seed_gap")
 
 
 def stage0_records(profile: Profile) -> datasets.Dataset:
@@ -122,7 +123,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     profile = base_agent_source(get_profile(profile))
     if profile.base_agent_steps <= 0:
         return None
-    from ..runs.integrity import check_cache, is_complete
+    from ..runs.integrity import check_cache
     from . import shipped
     from .weights import check_weights
 
@@ -140,8 +141,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     warmup_dir = cache_dir() / "runs" / f"{path.name}-copy-warmup"
     if profile.copy_warmup_steps > 0:  # a warm-up that finished before stage 0 was cut short is kept
         from .warmup import copy_warmup
-        done = warmup_dir / "final"
-        start = str(done) if is_complete(done) else copy_warmup(plain, start, warmup_dir, callbacks=progress_callbacks).path
+        start = copy_warmup(plain, start, warmup_dir, callbacks=progress_callbacks).path
     res = _run_sft(plain, start=start, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    train=stage0_records(plain), steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
                    resume=True, callbacks=progress_callbacks)
