@@ -127,7 +127,7 @@ class Profile:
     copy_warmup_lr: float = 1e-3
     # ... after a seed part of strings of the first `copy_warmup_seed_vocab` ordinary tokens with gaps of up
     # to `copy_warmup_seed_gap`, where the circuit forms quickly (README: "The agents cannot copy at all")
-    copy_warmup_seed_steps: int = 2000
+    copy_warmup_seed_steps: int = 4000
     copy_warmup_seed_vocab: int = 64
     copy_warmup_seed_gap: int = 24
     # --- stage 1: SFT ---
