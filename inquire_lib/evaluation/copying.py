@@ -107,6 +107,15 @@ def ordinary_tokens(tokenizer) -> list[int]:
     return [i for i in range(len(tokenizer)) if i not in added]
 
 
+def _repeats(vocab, n: int, length: int, gap: int, seed: int) -> torch.Tensor:
+    """`n` rows of `length` random tokens from `vocab`, `gap` others, and the same `length` again."""
+    g = torch.Generator().manual_seed(seed)
+    ids_of = torch.tensor(list(vocab))
+    draw = lambda k: ids_of[torch.randint(len(ids_of), (n, k), generator=g)]
+    half = draw(length)
+    return torch.cat([half, draw(gap), half], 1)
+
+
 def induction(model, vocab, n: int = 32, length: int = 20, gap: int = 0, seed: int = 0) -> dict:
     """Can the model copy at all? `n` sequences of `length` random tokens from `vocab` (token ids, e.g.
     `ordinary_tokens`), each written twice with `gap` other random tokens between, in one text-only
@@ -116,11 +125,7 @@ def induction(model, vocab, n: int = 32, length: int = 20, gap: int = 0, seed: i
     "copied": the share of the second half's tokens after its first that are the arg-max. A random
     guess scores about 1/len(vocab); a pretrained language model, most of them, at any `gap`: an agent
     copies a value typed hundreds of tokens after the instruction that names it."""
-    g = torch.Generator().manual_seed(seed)
-    ids_of = torch.tensor(list(vocab))
-    draw = lambda k: ids_of[torch.randint(len(ids_of), (n, k), generator=g)]
-    half = draw(length)
-    ids = torch.cat([half, draw(gap), half], 1)
+    ids = _repeats(vocab, n, length, gap, seed)
     start = length + gap  # the second copy's first token
     model.eval()
     with torch.no_grad():
@@ -144,11 +149,7 @@ def copy_attention(model, vocab, n: int = 8, length: int = 12, gap: int = 0, see
     A real induction head puts most of its mass on "source" at every `gap`; a head that looks back a
     fixed number of positions does so only when `length + gap` is its distance, which is how a copier
     that works on short strings and nowhere else gives itself away."""
-    g = torch.Generator().manual_seed(seed)
-    ids_of = torch.tensor(list(vocab))
-    draw = lambda k: ids_of[torch.randint(len(ids_of), (n, k), generator=g)]
-    half = draw(length)
-    ids = torch.cat([half, draw(gap), half], 1)
+    ids = _repeats(vocab, n, length, gap, seed)
     period = length + gap
     queries = torch.arange(period + 1, period + length)
     keys = {"source": queries - period + 1, "previous": queries - 1, "same": queries - period}

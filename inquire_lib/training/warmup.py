@@ -58,7 +58,7 @@ class CopyPhase(NamedTuple):
 def phases(profile: Profile) -> list[CopyPhase]:
     """The warm-up's parts, in order: the seed (few distinct tokens and short gaps, where the circuit
     forms quickly: with 2,034 tokens it did not form in 1,250 steps, with 256 not in 3,250) then the
-    main part (every ordinary token, gaps as long as a prompt). None when `copy_warmup_steps` is 0."""
+    main part (every ordinary token, gaps as long as a prompt). Empty when `copy_warmup_steps` is 0."""
     if profile.copy_warmup_steps <= 0:
         return []
     seed = CopyPhase(profile.copy_warmup_seed_steps, profile.copy_warmup_seed_vocab, profile.copy_warmup_seed_gap, False)
