@@ -130,6 +130,9 @@ class Profile:
     copy_warmup_seed_steps: int = 4000
     copy_warmup_seed_vocab: int = 64
     copy_warmup_seed_gap: int = 24
+    # the share of stage 0's rows that are copy rows (`training.warmup.copy_records`: a marked string of
+    # random tokens in the prompt, copied as the answer), so stage 0 keeps paying for the warm-up's copier
+    copy_mix_fraction: float = 0.0
     # --- stage 1: SFT ---
     sft_steps: int = 600
     sft_batch: int = 16

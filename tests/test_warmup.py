@@ -101,3 +101,54 @@ def test_the_warmup_trains_through_trl_and_publishes_a_complete_model(tmp_path, 
     # run again: both phases are complete and kept, nothing retrains
     again = copy_warmup(prof, None, tmp_path / "warmup")
     assert again.path == res.path and again.log_history == []
+
+
+def test_copy_rows_ask_for_the_marked_string_of_their_prompt_and_are_deterministic():
+    from inquire_lib.training.models import load_processor, model_path
+    from inquire_lib.training.warmup import MARKS, copy_records
+
+    smoke = get_profile("smoke")
+    tok = load_processor(model_path(smoke), smoke).tokenizer
+    rows = copy_records(tok, 50, seed=0)
+    assert len(rows) == 50 and len(set(rows["id"])) == 50
+    for row in rows:
+        prompt, answer = row["prompt"][0]["content"][0]["text"], row["completion"][0]["content"][0]["text"]
+        assert row["images"] == [] and row["completion"][0]["role"] == "assistant"
+        assert answer.startswith(MARKS[0]) and answer.endswith(MARKS[1]) and len(answer) > 2
+        assert prompt.count(answer) >= 1  # the answer is a copy of the prompt's marked string
+    assert copy_records(tok, 50, seed=0)["prompt"] == rows["prompt"]
+    assert copy_records(tok, 50, seed=1)["prompt"] != rows["prompt"]
+
+
+def test_the_copy_mix_makes_its_share_of_stage0_and_gets_a_base_agent_of_its_own():
+    from inquire_lib.profiles import apply_overrides
+    from inquire_lib.training.sft import BASE_AGENT_FIELDS, base_agent_dir, stage0_records
+
+    smoke = get_profile("smoke")
+    plain = stage0_records(smoke)
+    mixed = stage0_records(smoke.replace(copy_mix_fraction=0.25))
+    copies = [i for i, c in enumerate(mixed["category"]) if c == "copy"]
+    assert list(mixed["id"])[:len(plain)] == list(plain["id"])  # the agent's rows, unchanged and first
+    assert len(copies) == round(len(plain) / 3) and copies[0] == len(plain)  # a quarter of the whole
+    assert all(mixed[i]["images"] == [] and not mixed[i]["inquiry_required"] for i in copies[:5])
+    assert "copy_mix_fraction" in BASE_AGENT_FIELDS
+    cpu = get_profile("cpu")
+    assert base_agent_dir(apply_overrides(cpu, {"copy_mix_fraction": 0.25})) != base_agent_dir(cpu)
+
+
+@pytest.mark.slow
+def test_stage0_trains_through_trl_on_agent_rows_and_copy_rows_in_one_batch(tmp_path, monkeypatch):
+    from inquire_lib.training.sft import _run_sft, stage0_records
+
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
+    torch.set_num_threads(1)
+    prof = get_profile("smoke").replace(copy_mix_fraction=0.5, load_in_4bit=False, lora=False, sft_batch=4)
+    mixed = stage0_records(prof)
+    copies = [i for i, c in enumerate(mixed["category"]) if c == "copy"]
+    agent = [i for i in range(len(mixed)) if i not in set(copies)]
+    # half of the rows have no image, so TRL's vision collator batches rows with and without one
+    train = mixed.select([j for pair in zip(agent[:8], copies[:8]) for j in pair])
+    res = _run_sft(prof, start=None, out_dir=tmp_path / "s0", inquiry_fraction=0.0, train=train, steps=2, lr=1e-3,
+                   warmup=1)
+    losses = [h["loss"] for h in res.log_history if "loss" in h]
+    assert res.n_examples == 16 and losses and all(0 < l < 20 for l in losses)

@@ -26,7 +26,7 @@ from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
 from .devices import is_main_process, wait_for_everyone
 from .fit import TrainResult, fit
-from .models import CUT_ONLY, TOKENIZER_FIELDS, base_of, load_checkpoint, load_model_and_processor, model_path
+from .models import CUT_ONLY, TOKENIZER_FIELDS, base_of, load_checkpoint, load_model_and_processor, load_processor, model_path
 
 
 def _keep(rec_id: str, fraction: float, seed: int) -> bool:
@@ -67,7 +67,8 @@ BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_
                      "sft_batch", "train_values", "task_last", "tokenizer_spaces", "tokenizer_digits", "tokenizer_slots",
                      "copy_drill_tasks", "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
                      "recovery_drill_slips", "copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr",
-                     "copy_warmup_seed_steps", "copy_warmup_seed_vocab", "copy_warmup_seed_gap")
+                     "copy_warmup_seed_steps", "copy_warmup_seed_vocab", "copy_warmup_seed_gap",
+                     "copy_mix_fraction")
 
 
 def stage0_records(profile: Profile) -> datasets.Dataset:
@@ -83,7 +84,24 @@ def stage0_records(profile: Profile) -> datasets.Dataset:
         parts.append(training_records(copy_drill(profile), profile, 0.0, 1))
     if profile.recovery_drill_tasks > 0:
         parts.append(training_records(recovery_drill(profile), profile, 0.0, 1))
-    return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+    records = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
+    if profile.copy_mix_fraction > 0:
+        records = _with_copy_mix(records, profile)
+    return records
+
+
+def _with_copy_mix(records: datasets.Dataset, profile: Profile) -> datasets.Dataset:
+    """`records` and as many `warmup.copy_records` as make `copy_mix_fraction` of the whole, with the
+    agent columns the copy rows lack filled neutrally (no bounding box, no inquiry, the category "copy")."""
+    from .warmup import copy_records
+
+    f = profile.copy_mix_fraction
+    tokenizer = load_processor(model_path(profile), profile).tokenizer
+    rows = copy_records(tokenizer, round(len(records) * f / (1 - f)), profile.seed)
+    filled = {"category": "copy", "subcategory": "copy", "gold_action": "{}", "gold_bbox": [-1, -1, -1, -1],
+              "inquiry_required": False, "frame_w": records[0]["frame_w"], "frame_h": records[0]["frame_h"]}
+    rows = rows.map(lambda _: filled)
+    return datasets.concatenate_datasets([records, rows.cast(records.features)])
 
 
 def base_agent_source(profile: Profile) -> Profile:

@@ -81,6 +81,31 @@ def repeat_sequences(vocab: list[int], n: int, max_gap: int, seed: int, log_gaps
     return datasets.Dataset.from_dict({"input_ids": ids, "completion_mask": masks})
 
 
+# the copy mix's strings stand between these marks in the prompt and the answer, so every answer token
+# (the first one too) is known by copying: the token after the mark's earlier occurrence, and so on
+MARKS = ("«", "»")
+
+
+def copy_records(tokenizer, n: int, seed: int, max_before: int = 60, max_after: int = 200) -> datasets.Dataset:
+    """`n` chat rows for stage 0's copy mix (`copy_mix_fraction`): a prompt of random ordinary tokens
+    with a marked string of `LENGTHS` of them inside (log-uniform runs of up to `max_before` tokens
+    before it and `max_after` after), and the marked string again as the completion, so stage 0's loss
+    keeps paying for copying while the agent's data would otherwise overwrite the warm-up's copier.
+    No images: TRL's vision collator takes rows without one in a batch with images. The text is decoded
+    from token ids, so the model reads it as it would any text it is given."""
+    rng = random.Random(seed)
+    vocab = ordinary_tokens(tokenizer)
+    run = lambda most: tokenizer.decode(rng.choices(vocab, k=int((most + 2) ** rng.random()) - 1))
+    rows = []
+    for i in range(n):
+        marked = MARKS[0] + tokenizer.decode(rng.choices(vocab, k=rng.randint(*LENGTHS))) + MARKS[1]
+        rows.append({"id": f"copy-{seed}-{i}", "prompt": [{"role": "user", "content": [
+                        {"type": "text", "text": f"{run(max_before)} {marked} {run(max_after)}"}]}],
+                     "completion": [{"role": "assistant", "content": [{"type": "text", "text": marked}]}],
+                     "images": []})
+    return datasets.Dataset.from_list(rows)
+
+
 def copy_warmup(profile: Profile, start: str | None, out_dir: Path, callbacks=None) -> TrainResult:
     """The `phases` in order, each through TRL's `SFTTrainer` at `copy_warmup_lr` with full weights
     into `out_dir/phase-<k>`, each starting from the one before (the first from `start`; None: the
