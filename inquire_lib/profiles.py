@@ -185,6 +185,11 @@ class Profile:
     # the ask-or-act decision is one forking token in the reasoning, the rest is near-deterministic
     top_entropy_quantile: float = 1.0
     grpo_iterations: int = 1  # optimisation passes per generated batch (generation dominates on CPU)
+    # GRPOConfig's own: how the token losses are averaged ("dapo": over the batch's tokens; "dr_grpo": by a
+    # constant, so long completions weigh no less) and how advantages are scaled ("group": by each group's
+    # reward std, which magnifies a group that barely differs; "batch"; "none": mean-centred only)
+    loss_type: str = "dapo"
+    scale_rewards: str = "group"
     # keep a checkpoint every this many steps for validation to choose from (0: a third of the run, last two kept)
     grpo_save_steps: int = 0
     # the chosen checkpoint: the highest validation step ISR whose needless-inquiry rate is at most
@@ -318,6 +323,9 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "tokenizer_spaces": TOKENIZER_SPACES,
     "tokenizer_digits": TOKENIZER_DIGITS,
     "tokenizer_slots": TOKENIZER_SLOTS,
+    # TRL 1.16's GRPOConfig accepts these
+    "loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"),
+    "scale_rewards": ("group", "batch", "none"),
     # a profile that trains its own stage 0 ("" : this profile's own)
     "base_agent_from": ("",) + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from),
 }

@@ -38,6 +38,11 @@ def test_grpo_config_from_the_profile(tmp_path):
         p.num_generations, p.grpo_iterations, p.max_completion_length)
     assert (c.save_steps, c.save_total_limit) == (p.grpo_save_steps, None)
     assert configs.grpo_config(p.replace(grpo_save_steps=0), tmp_path, REWARDS, steps=9).save_steps == 3
+    assert (c.loss_type, c.scale_rewards) == ("dapo", "group")  # TRL's defaults, as the shipped runs used
+    other = configs.grpo_config(p.replace(loss_type="dr_grpo", scale_rewards="none"), tmp_path, REWARDS)
+    assert (other.loss_type, other.scale_rewards) == ("dr_grpo", "none")
+    task = configs.task_grpo_config(p.replace(loss_type="dr_grpo", scale_rewards="batch"), tmp_path, 100)
+    assert (task.loss_type, task.scale_rewards) == ("dr_grpo", "batch")
 
 
 def test_task_grpo_config_from_the_profile(tmp_path):

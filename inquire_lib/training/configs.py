@@ -24,7 +24,7 @@ from .devices import batch_kwargs, vllm_kwargs
 # the profile fields that shape stage 2 (notebook 03 shows and records them): the GRPOConfig's
 # inputs, the rewards' penalties, the prompt mix and the checkpoint choice on validation
 GRPO_SETTINGS = ("grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
-                 "top_entropy_quantile", "grpo_iterations", "max_completion_length", "reward_weights",
+                 "top_entropy_quantile", "grpo_iterations", "loss_type", "scale_rewards", "max_completion_length", "reward_weights",
                  "missed_penalty", "needless_penalty", "grpo_inquiry_share", "grpo_save_steps", "val_tasks",
                  "select_max_needless", "select_max_safe_drop")
 # config fields that do not change what is trained (progress bars follow the CI variable)
@@ -117,6 +117,7 @@ def grpo_config(profile: Profile, out_dir: str | Path, reward_names=("format", "
         num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
         temperature=profile.temperature, beta=profile.beta, top_entropy_quantile=profile.top_entropy_quantile,
         num_iterations=profile.grpo_iterations, reward_weights=reward_weights(profile, reward_names),
+        loss_type=profile.loss_type, scale_rewards=profile.scale_rewards,
         logging_steps=1, log_completions=False, **grpo_save_kwargs(profile, steps), **vllm_kwargs(profile),
         **_common(profile),
     )
@@ -135,6 +136,7 @@ def task_grpo_config(profile: Profile, out_dir: str | Path, max_completion_lengt
         **batch_kwargs(profile, "task", processes),
         num_generations=profile.task_num_generations, max_completion_length=max_completion_length,
         max_tool_calling_iterations=profile.max_episode_steps, temperature=profile.temperature, beta=profile.beta,
+        loss_type=profile.loss_type, scale_rewards=profile.scale_rewards,
         logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, log_completions=False,
         generation_kwargs={"max_new_tokens": profile.max_completion_length}, **_common(profile),
     )
