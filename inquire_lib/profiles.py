@@ -131,7 +131,9 @@ class Profile:
     copy_warmup_seed_vocab: int = 64
     copy_warmup_seed_gap: int = 24
     # the share of stage 0's rows that are copy rows (`training.warmup.copy_records`: a marked string of
-    # random tokens in the prompt, copied as the answer), so stage 0 keeps paying for the warm-up's copier
+    # random tokens in the prompt, copied as the answer), so stage 0 keeps paying for the warm-up's copier.
+    # Measured (README): a quarter of 1,200 steps from the warmed model keeps 0.55 of strings of 10 copied
+    # (0.19 without), yet the held-out `type` values' later tokens are right 88/178 (100/178 without)
     copy_mix_fraction: float = 0.0
     # --- stage 1: SFT ---
     sft_steps: int = 600
