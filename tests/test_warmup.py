@@ -145,7 +145,7 @@ def test_stage0_trains_through_trl_on_agent_rows_and_copy_rows_in_one_batch(tmp_
     prof = get_profile("smoke").replace(copy_mix_fraction=0.5, load_in_4bit=False, lora=False, sft_batch=4)
     mixed = stage0_records(prof)
     copies = [i for i, c in enumerate(mixed["category"]) if c == "copy"]
-    agent = [i for i in range(len(mixed)) if i not in set(copies)]
+    agent = sorted(set(range(len(mixed))) - set(copies))
     # half of the rows have no image, so TRL's vision collator batches rows with and without one
     train = mixed.select([j for pair in zip(agent[:8], copies[:8]) for j in pair])
     res = _run_sft(prof, start=None, out_dir=tmp_path / "s0", inquiry_fraction=0.0, train=train, steps=2, lr=1e-3,

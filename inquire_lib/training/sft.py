@@ -96,10 +96,13 @@ def _with_copy_mix(records: datasets.Dataset, profile: Profile) -> datasets.Data
     from .warmup import copy_records
 
     f = profile.copy_mix_fraction
+    if not 0 < f < 1:
+        raise ValueError(f"copy_mix_fraction must lie between 0 and 1, got {f}")
     tokenizer = load_processor(model_path(profile), profile).tokenizer
     rows = copy_records(tokenizer, round(len(records) * f / (1 - f)), profile.seed)
+    frame = frame_for(profile)
     filled = {"category": "copy", "subcategory": "copy", "gold_action": "{}", "gold_bbox": [-1, -1, -1, -1],
-              "inquiry_required": False, "frame_w": records[0]["frame_w"], "frame_h": records[0]["frame_h"]}
+              "inquiry_required": False, "frame_w": frame.model_w, "frame_h": frame.model_h}
     rows = rows.map(lambda _: filled)
     return datasets.concatenate_datasets([records, rows.cast(records.features)])
 

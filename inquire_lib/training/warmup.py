@@ -68,6 +68,11 @@ def phases(profile: Profile) -> list[CopyPhase]:
     return [p for p in (seed, main) if p.steps > 0]
 
 
+def _log_uniform(rng: random.Random, most: int) -> int:
+    """0..`most`, log-uniform: half of the draws below sqrt(most + 2) - 1, a few as long as `most`."""
+    return int((most + 2) ** rng.random()) - 1
+
+
 def repeat_sequences(vocab: list[int], n: int, max_gap: int, seed: int, log_gaps: bool = False) -> datasets.Dataset:
     """`n` rows of {"input_ids": string + gap + string, "completion_mask": 1 on the second string's
     tokens after its first}: strings of `LENGTHS` tokens and gaps of 0..`max_gap` (uniform, or
@@ -76,7 +81,7 @@ def repeat_sequences(vocab: list[int], n: int, max_gap: int, seed: int, log_gaps
     ids, masks = [], []
     for _ in range(n):
         string = rng.choices(vocab, k=rng.randint(*LENGTHS))
-        size = int((max_gap + 2) ** rng.random()) - 1 if log_gaps else rng.randint(0, max_gap)
+        size = _log_uniform(rng, max_gap) if log_gaps else rng.randint(0, max_gap)
         gap = rng.choices(vocab, k=size)
         ids.append(string + gap + string)
         masks.append([0] * (len(string) + len(gap) + 1) + [1] * (len(string) - 1))
@@ -97,7 +102,7 @@ def copy_records(tokenizer, n: int, seed: int, max_before: int = 60, max_after: 
     from token ids, so the model reads it as it would any text it is given."""
     rng = random.Random(seed)
     vocab = ordinary_tokens(tokenizer)
-    run = lambda most: tokenizer.decode(rng.choices(vocab, k=int((most + 2) ** rng.random()) - 1))
+    run = lambda most: tokenizer.decode(rng.choices(vocab, k=_log_uniform(rng, most)))
     rows = []
     for i in range(n):
         marked = MARKS[0] + tokenizer.decode(rng.choices(vocab, k=rng.randint(*LENGTHS))) + MARKS[1]
