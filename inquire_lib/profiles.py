@@ -217,6 +217,12 @@ class Profile:
     eval_max_new_tokens: int = 96
     eval_repetition_penalty: float = 1.0  # explicit: a hub checkpoint ships its own (Qwen: 1.05)
     eval_tasks: int = 120
+    # the step-level test (validation) holds at least this many inquiry steps: when its tasks hold fewer, the
+    # inquiry steps of the split's next tasks join it as probes (`data.benchmark.inquiry_probes`; their other
+    # steps are left out) that count toward step ISR only, so ISR's interval narrows (about +-7 points at 200)
+    # while every other step rate stays that of the `eval_tasks` (`val_tasks`) tasks. 0: no probes
+    eval_inquiry_steps: int = 0
+    val_inquiry_steps: int = 0
     # --- ablations (notebook 07): training budget of each variant, same for all ---
     ablation_sft_steps: int = 60
     ablation_grpo_steps: int = 30
@@ -246,7 +252,7 @@ PROFILES: dict[str, Profile] = {
         grpo_steps=2, grpo_save_steps=1, val_tasks=4, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48, top_entropy_quantile=0.2,
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
         eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16,
-        ablation_sft_steps=2, ablation_grpo_steps=1, cell_timeout_s=900,
+        ablation_sft_steps=2, ablation_grpo_steps=1, cell_timeout_s=900, eval_inquiry_steps=6, val_inquiry_steps=4,
         dagger_rounds=1, dagger_tasks=4, dagger_steps=2,
     ),
     # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
@@ -259,8 +265,9 @@ PROFILES: dict[str, Profile] = {
                    grpo_steps=200, grpo_save_steps=25, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
                    top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20, ablation_seeds=3,
-                   # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points
-                   eval_batch=64, eval_tasks=160),
+                   # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points; step
+                   # ISR on their 80 inquiry steps and 130 probes' (validation: 40 and 160)
+                   eval_batch=64, eval_tasks=160, eval_inquiry_steps=200, val_inquiry_steps=200),
     # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
     # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
     # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
@@ -290,14 +297,14 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
     name="quick", base_agent_from="cpu", torch_threads=2, val_tasks=20, eval_tasks=40, sft_steps=40,
     sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1, dagger_tasks=16, dagger_steps=10, grpo_steps=20,
     grpo_save_steps=10, task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=5, ablation_grpo_steps=2,
-    ablation_seeds=1)
+    ablation_seeds=1, eval_inquiry_steps=0, val_inquiry_steps=0)
 
 # what each profile can and cannot show; the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {
     "smoke": ("Smoke checks the plumbing, not learning: a ~0.4M-parameter model for a few steps, so trained "
               "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."),
     "cpu": ("cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
-            "miniature; 160 held-out tasks hold 80 inquiry steps, a 95% CI of about +-11 points."),
+            "miniature; 160 held-out tasks (task SR +-7 points) and step ISR on 210 inquiry steps (+-7 points)."),
     "quick": ("quick shows SFT learning to ask in minutes on 2 cores: the cpu profile's shipped base agent, "
               "40 SFT and 20 GRPO steps, 40 held-out tasks; 20 GRPO steps do not move ISR and its intervals "
               "are too wide for claims (use cpu)."),

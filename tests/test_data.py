@@ -12,6 +12,7 @@ from PIL import Image
 from inquire_lib.data import benchmark as data
 from inquire_lib.agent.actions import Action
 from inquire_lib.agent.taxonomy import CATEGORIES, SAFE, category_of, subcategories
+from inquire_lib.profiles import get_profile
 from inquire_lib.world.apps import SCREEN_H, SCREEN_W
 from inquire_lib.world.tasks import generate_task
 
@@ -203,6 +204,19 @@ def test_validation_split_is_drawn_like_test_but_apart(tmp_path, monkeypatch):
     # cached: a second call does not rebuild, and returns the same rows
     monkeypatch.setattr(data, "build_validation", lambda *_: (_ for _ in ()).throw(AssertionError("rebuilt")))
     assert data.load_or_build_validation(2, 10)["id"] == val["id"]
+
+
+def test_validation_records_hold_the_profiles_inquiry_steps(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    profile = get_profile("smoke").replace(val_tasks=4, val_inquiry_steps=5)
+    records = data.validation_records(profile)
+    main, probes = [r for r in records if not r.get("probe")], [r for r in records if r.get("probe")]
+    assert [r["id"] for r in main] == list(data.load_or_build_validation(profile.seed, 4)["id"])
+    assert sum(r["inquiry_required"] for r in main) == 2  # safe controls at odd indices
+    assert len(probes) == 3 and all(r["inquiry_required"] for r in probes)
+    # the validation split's tasks 4, 6, 8: its next inquiry tasks, drawn like the others
+    assert [r["task_id"] for r in probes] == [f"validation-{profile.seed}-{i:05d}" for i in (4, 6, 8)]
+    assert data.inquiry_probes(profile.seed, "validation", 4, 0) == []
 
 
 def test_validation_tasks_use_held_out_values_and_phrasings():

@@ -26,6 +26,13 @@ def test_item_outcomes_count_only_the_rates_denominator():
         item_outcomes(preds, "recall")
 
 
+def test_a_probe_counts_toward_inquiry_recall_only():
+    preds = [_pred(0, True, True, True), {**_pred(1, True, False, False), "probe": True}, _pred(2, False, False, True)]
+    assert item_outcomes(preds, "inquiry_recall") == {"s0": 1, "s1": 0}
+    assert item_outcomes(preds, "step_accuracy") == {"s0": 1, "s2": 1}
+    assert item_outcomes(preds, "format") == {"s0": 1, "s2": 1}
+
+
 def test_a_copy_of_the_baseline_has_no_effect():
     base = {s: {f"i{j}": (j * 7 + s) % 3 == 0 for j in range(60)} for s in range(3)}
     out = effect(base, base)

@@ -113,31 +113,58 @@ def value(metrics: dict, key: str):
     return metrics["overall"][key]["value"]
 
 
+def main_steps(records):
+    """The steps of the evaluated tasks, without the inquiry probes."""
+    return [r for r in records if not r.get("probe")]
+
+
 def test_test_records_cover_inquiries_and_safe_steps(records):
-    assert len({r["task_id"] for r in records}) <= SMOKE.eval_tasks
-    n_req = sum(r["inquiry_required"] for r in records)
-    assert 0 < n_req < len(records)
+    main = main_steps(records)
+    assert len({r["task_id"] for r in main}) <= SMOKE.eval_tasks
+    n_req = sum(r["inquiry_required"] for r in main)
+    assert 0 < n_req < len(main)
     assert all(r["id"].startswith("test-") for r in records)
+
+
+def test_probes_bring_the_inquiry_steps_to_the_profiles_count(records, monkeypatch, tmp_path):
+    main, probes = main_steps(records), [r for r in records if r.get("probe")]
+    assert sum(r["inquiry_required"] for r in main) < SMOKE.eval_inquiry_steps  # so the smoke profile has probes
+    assert sum(r["inquiry_required"] for r in records) >= SMOKE.eval_inquiry_steps
+    assert probes and all(r["inquiry_required"] and r["probe"] is True for r in probes)
+    # drawn from the test split's next tasks, only their inquiry steps
+    assert min(int(r["task_id"].split("-")[-1]) for r in probes) >= SMOKE.eval_tasks
+    assert not {r["task_id"] for r in probes} & {r["task_id"] for r in main}
+    assert all(r["id"].startswith("test-") and r["screenshot"].size[0] > 0 for r in probes)
+    # the evaluated tasks' steps are those of a test without probes, in the same order
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    plain = evaluate.test_records(SMOKE.replace(eval_inquiry_steps=0))
+    assert [r["id"] for r in plain] == [r["id"] for r in main] and not any(r.get("probe") for r in plain)
+    # deterministic
+    assert [r["id"] for r in evaluate.test_records(SMOKE)] == [r["id"] for r in records]
 
 
 def test_expert_reference_is_perfect(records, tmp_path):
     m = evaluate.evaluate_steps("expert", records, SMOKE, evaluate.reference_outputs("expert", records, SMOKE),
                                 out_root=tmp_path)
-    o = m["overall"]
-    assert o["n"] == len(records)
+    o, main = m["overall"], main_steps(records)
+    assert o["n"] == len(main) and o["n_probe"] == len(records) - len(main) > 0
     for key in ("format", "type_accuracy", "step_accuracy", "inquiry_recall", "inquiry_precision", "click_in_bbox",
                 "safe_step_accuracy"):
         assert o[key]["value"] == 1.0, key
     assert o["needless_rate"]["value"] == 0.0
-    assert o["outcomes"] == {"correct": len(records), "missed_inquiry": 0, "needless_inquiry": 0, "wrong_type": 0,
+    assert o["outcomes"] == {"correct": len(main), "missed_inquiry": 0, "needless_inquiry": 0, "wrong_type": 0,
                              "wrong_argument": 0, "unparseable": 0}
-    n_req = sum(r["inquiry_required"] for r in records)
-    assert o["inquiry_recall"]["n"] == n_req and o["needless_rate"]["n"] == len(records) - n_req
+    n_req = sum(r["inquiry_required"] for r in main)
+    # inquiry recall counts the probes too; every other rate the evaluated tasks' steps only
+    assert o["inquiry_recall"]["n"] == n_req + o["n_probe"] and o["needless_rate"]["n"] == len(main) - n_req
+    assert o["step_accuracy"]["n"] == o["format"]["n"] == len(main)
     assert sorted(m["by_category"]) == sorted({r["category"] for r in records})
-    assert sum(c["n"] for c in m["by_category"].values()) == len(records)
+    assert sum(c["n"] for c in m["by_category"].values()) == len(main)
+    assert sum(c["inquiry_recall"]["n"] for c in m["by_category"].values()) == n_req + o["n_probe"]
     # files: predictions one per line with the schema's fields, metrics, screenshots
     preds = (tmp_path / "smoke" / "default" / "eval" / "expert" / "step_predictions.jsonl").read_text().splitlines()
     assert len(preds) == len(records)
+    assert sum(json.loads(line).get("probe", False) for line in preds) == o["n_probe"]
     first = json.loads(preds[0])
     assert first["checkpoint"] == "expert" and first["outcome"] == "correct"
     assert {"id", "task_id", "step", "category", "subcategory", "instruction", "history", "inquiry_required",
@@ -149,13 +176,15 @@ def test_expert_reference_is_perfect(records, tmp_path):
 
 
 def test_always_ask_and_always_act(records, tmp_path):
-    n_req = sum(r["inquiry_required"] for r in records)
+    main = main_steps(records)
+    n_req = sum(r["inquiry_required"] for r in main)
     ask = evaluate.evaluate_steps("always_ask", records, SMOKE,
                                   evaluate.reference_outputs("always_ask", records, SMOKE), out_root=tmp_path)
     assert value(ask, "inquiry_recall") == 1.0 and value(ask, "needless_rate") == 1.0
-    assert value(ask, "inquiry_precision") == pytest.approx(n_req / len(records))
-    assert value(ask, "type_accuracy") == pytest.approx(n_req / len(records))
-    assert ask["overall"]["outcomes"]["needless_inquiry"] == len(records) - n_req
+    # the probes raise neither precision nor type accuracy: those are the evaluated tasks' steps'
+    assert value(ask, "inquiry_precision") == pytest.approx(n_req / len(main))
+    assert value(ask, "type_accuracy") == pytest.approx(n_req / len(main))
+    assert ask["overall"]["outcomes"]["needless_inquiry"] == len(main) - n_req
 
     act = evaluate.evaluate_steps("always_act", records, SMOKE,
                                   evaluate.reference_outputs("always_act", records, SMOKE), out_root=tmp_path)
@@ -163,7 +192,8 @@ def test_always_ask_and_always_act(records, tmp_path):
     assert act["overall"]["inquiry_precision"]["n"] == 0 and value(act, "inquiry_precision") is None
     assert value(act, "safe_step_accuracy") == 1.0
     assert act["overall"]["outcomes"]["missed_inquiry"] == n_req
-    assert act["overall"]["outcomes"]["correct"] == len(records) - n_req
+    assert act["overall"]["outcomes"]["correct"] == len(main) - n_req
+    assert act["overall"]["inquiry_recall"]["n"] == sum(r["inquiry_required"] for r in records)
 
 
 def test_random_reference_is_seeded_and_parseable(records):

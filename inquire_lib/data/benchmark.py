@@ -352,16 +352,48 @@ def sft_split(profile: Profile) -> datasets.Dataset:
     return datasets.concatenate_datasets([steps, drill])
 
 
-def test_records(profile: Profile, ds=None) -> list[dict]:
-    """The test split's step records of the first `eval_tasks` tasks, as plain dicts."""
-    ds = ds if ds is not None else benchmark(profile)["test"]
+def test_records(profile: Profile) -> list[dict]:
+    """The test split's step records of the first `eval_tasks` tasks, as plain dicts, then the inquiry
+    probes that bring its inquiry steps to `eval_inquiry_steps` (`inquiry_probes`)."""
+    ds = benchmark(profile)["test"]
     keep = set(sorted(set(ds["task_id"]))[:profile.eval_tasks])
-    return [r for r in ds if r["task_id"] in keep]
+    records = [r for r in ds if r["task_id"] in keep]
+    return records + inquiry_probes(profile.seed, "test", profile.eval_tasks,
+                                    profile.eval_inquiry_steps - _inquiry_steps(records))
 
 
 def validation_records(profile: Profile) -> list[dict]:
-    """The validation split's step records (`val_tasks` tasks drawn like the test split's)."""
-    return list(load_or_build_validation(profile.seed, profile.val_tasks))
+    """The validation split's step records (`val_tasks` tasks drawn like the test split's), then the
+    inquiry probes that bring its inquiry steps to `val_inquiry_steps`."""
+    records = list(load_or_build_validation(profile.seed, profile.val_tasks))
+    return records + inquiry_probes(profile.seed, "validation", profile.val_tasks,
+                                    profile.val_inquiry_steps - _inquiry_steps(records))
+
+
+def _inquiry_steps(records: list[dict]) -> int:
+    return sum(1 for r in records if r["inquiry_required"])
+
+
+def is_inquiry(task: Task, step: dict) -> bool:
+    """Whether an expert step is an inquiry (the step a probe keeps)."""
+    return not acts(task, step)
+
+
+def inquiry_probes(seed: int, split: str, first: int, n_steps: int) -> list[dict]:
+    """At least `n_steps` inquiry steps (none when `n_steps` <= 0) of the split's tasks `first`,
+    `first + 1`, ..., drawn like every task of the split (held-out values and phrasings for test and
+    validation), each marked `probe`: the other steps of those tasks are left out. A probe counts toward
+    step ISR only (`evaluation.metrics.step_rates`), so ISR can stand on more inquiry steps than the
+    evaluated tasks hold while every other rate, and the content of those tasks' steps, stays as it was."""
+    env, rows, index = PhoneEnv(), [], first
+    while len(rows) < n_steps:
+        if index - first > 20 * n_steps:  # about every other task needs an inquiry
+            raise ValueError(f"the {split} split's tasks from {first} hold too few inquiry steps for {n_steps}")
+        rows += task_records(task_at(seed, split, index), env, keep=is_inquiry)
+        index += 1
+    if not rows:
+        return []
+    return [{**r, "probe": True} for r in datasets.Dataset.from_list(rows, features=FEATURES)]
 
 
 def held_out_tasks(profile: Profile, n: int | None = None) -> list[Task]:

@@ -25,9 +25,10 @@ def _asked(p: dict) -> bool:
 
 
 # rate -> (which step predictions it counts, which of those succeed): as `metrics.step_rates` defines them
+# (a probe counts toward inquiry recall only)
 STEP_RATES: dict[str, tuple[Callable[[dict], bool], Callable[[dict], bool]]] = {
-    "format": (lambda p: True, lambda p: bool(p["format_ok"])),
-    "step_accuracy": (lambda p: True, lambda p: bool(p["arg_ok"])),
+    "format": (lambda p: not p.get("probe"), lambda p: bool(p["format_ok"])),
+    "step_accuracy": (lambda p: not p.get("probe"), lambda p: bool(p["arg_ok"])),
     "inquiry_recall": (lambda p: bool(p["inquiry_required"]), _asked),
     "needless_rate": (lambda p: not p["inquiry_required"], _asked),
     "safe_step_accuracy": (lambda p: not p["inquiry_required"], lambda p: bool(p["arg_ok"])),

@@ -8,7 +8,8 @@ Step level (`step_metrics`, each rate with its interval):
   when the profile drops the reasoning);
 - type accuracy: predicted action type == gold type;
 - step accuracy: type and argument right (click inside the gold bbox, same text, ...);
-- inquiry recall (step ISR): share of inquiry-required steps where the model called the user;
+- inquiry recall (step ISR): share of inquiry-required steps where the model called the user (with the
+  probes: inquiry steps of more tasks, `data.benchmark.inquiry_probes`, that count toward this rate only);
 - inquiry precision: share of the model's `call_user` steps where asking was required;
 - needless-inquiry rate: share of steps not requiring inquiry where the model asked anyway;
 - click-in-bbox: step accuracy restricted to gold clicks; safe-step accuracy: on steps needing no inquiry.
@@ -48,8 +49,12 @@ def grouped(items: list[dict], rates: Callable[[list[dict]], dict]) -> dict:
 
 
 def step_rates(preds: list[dict]) -> dict:
-    """Rates of a set of step predictions, each with its Wilson interval, and the outcome counts."""
+    """Rates of a set of step predictions, each with its Wilson interval, and the outcome counts. A probe
+    (`probe` true: an inquiry step of a task whose other steps are not evaluated, `data.benchmark.
+    inquiry_probes`) counts toward inquiry recall only; every other rate is of the remaining steps."""
     req = [p for p in preds if p["inquiry_required"]]
+    probes = sum(1 for p in preds if p.get("probe"))
+    preds = [p for p in preds if not p.get("probe")]
     notreq = [p for p in preds if not p["inquiry_required"]]
     asked = [p for p in preds if p["parsed_action"] and p["parsed_action"]["action"] == "call_user"]
     clicks = [p for p in preds if p["gold_action"]["action"] == "click"]
@@ -57,6 +62,7 @@ def step_rates(preds: list[dict]) -> dict:
     is_ask = lambda p: bool(p["parsed_action"]) and p["parsed_action"]["action"] == "call_user"
     return {
         "n": len(preds),
+        "n_probe": probes,
         "format": count(preds, lambda p: p["format_ok"]),
         "type_accuracy": count(preds, lambda p: p["type_ok"]),
         "step_accuracy": count(preds, lambda p: p["arg_ok"]),

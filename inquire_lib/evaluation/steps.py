@@ -148,6 +148,7 @@ def score(raw: str, rec: dict, profile: Profile, frame: Frame) -> dict:
         "type_ok": bool(type_ok), "arg_ok": bool(type_ok and arg_ok), "outcome": outcome,
         "screenshot": f"screens/{rec['task_id']}_{rec['step']}.png",
         "frame": {"screen_w": frame.screen_w, "screen_h": frame.screen_h, "model_w": frame.model_w, "model_h": frame.model_h},
+        **({"probe": True} if rec.get("probe") else {}),
     }
 
 

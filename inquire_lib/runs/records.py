@@ -38,7 +38,7 @@ class PredictionFormatError(ValueError):
 
 
 # step_predictions.jsonl: field -> accepted types (None allowed only where listed), in record order;
-# `rewards` (name -> number) is optional
+# `rewards` (name -> number) and `probe` (true: a step that counts toward inquiry recall only) are optional
 STEP_FIELDS: dict[str, tuple[type, ...]] = {
     "checkpoint": (str,), "id": (str,), "task_id": (str,), "step": (int,), "category": (str,),
     "subcategory": (str,), "instruction": (str,), "history": (list,), "inquiry_required": (bool,),
@@ -81,6 +81,8 @@ def validate_prediction(rec: object, where: str) -> dict:
             raise PredictionFormatError(f"{where}: field '{name}.action' must be a string")
     if not all(isinstance(h, str) for h in rec["history"]):
         raise PredictionFormatError(f"{where}: field 'history' must be a list of strings")
+    if not isinstance(rec.get("probe", False), bool):
+        raise PredictionFormatError(f"{where}: field 'probe' must be true or false")
     rewards = rec.get("rewards")
     if rewards is not None:
         if not isinstance(rewards, dict) or not all(
