@@ -242,7 +242,11 @@ def test_inquiry_reward_logs_rates():
     make_inquiry_reward()([comp(click(1, 1)), comp(ASK), comp(ASK), comp(ASK)],
                           inquiry_required=[True, False, True, True],
                           log_metric=lambda n, v: logged.append((n, v)))
-    assert logged == [("rewards/inquiry/missed", 0.25), ("rewards/inquiry/needless", 0.25)]
+    assert logged == [("rewards/inquiry/missed", 0.25), ("rewards/inquiry/needless", 0.25),
+                      ("rewards/inquiry/asked_when_required", 2 / 3)]
+    logged.clear()  # no inquiry-required row: no ask rate to log
+    make_inquiry_reward()([comp(ASK)], inquiry_required=[False], log_metric=lambda n, v: logged.append((n, v)))
+    assert [n for n, _ in logged] == ["rewards/inquiry/missed", "rewards/inquiry/needless"]
 
 
 # ---------------------------------------------------------------- adversarial, all rewards
@@ -354,4 +358,5 @@ def test_called_the_way_trl_calls_them():
     funcs = build_reward_funcs(["format", "action", "inquiry"], get_profile("cpu"))
     assert [f(**kwargs) for f in funcs] == [[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]]
     assert logged == {"rewards/action/type": 1.0, "rewards/action/argument": 1.0,
-                      "rewards/inquiry/missed": 0.0, "rewards/inquiry/needless": 0.0}
+                      "rewards/inquiry/missed": 0.0, "rewards/inquiry/needless": 0.0,
+                      "rewards/inquiry/asked_when_required": 1.0}

@@ -298,7 +298,7 @@ def predicted_type(completion) -> str | None:
 
 def _inquiry_rewards(completions, inquiry_required=None, *, missed_penalty: float, needless_penalty: float,
                      **kwargs) -> list[float]:
-    out, missed, needless = [], [], []
+    out, missed, needless, asked_required = [], [], [], []
     for i, c in enumerate(_as_list(completions)):
         required = _as_bool(_item(inquiry_required, i))
         asked = predicted_type(c) == "call_user"
@@ -306,9 +306,13 @@ def _inquiry_rewards(completions, inquiry_required=None, *, missed_penalty: floa
         n = required is False and asked
         missed.append(float(m))
         needless.append(float(n))
+        if required is True:
+            asked_required.append(float(asked))
         out.append(-missed_penalty if m else -needless_penalty if n else 0.0)
     _log(kwargs.get("log_metric"), "rewards/inquiry/missed", missed)
     _log(kwargs.get("log_metric"), "rewards/inquiry/needless", needless)
+    # the sampled ask rate where asking is due: what exploration of the rare action has to find
+    _log(kwargs.get("log_metric"), "rewards/inquiry/asked_when_required", asked_required)
     # -0.0 reads oddly in logs
     return [v + 0.0 for v in out]
 
@@ -319,7 +323,8 @@ def make_inquiry_reward(missed_penalty: float = _DEFAULTS.missed_penalty,
     inquiry was required and the predicted type is not call_user (unreadable included),
     -needless_penalty where it was not required and the prediction is call_user, else 0. A row
     whose inquiry_required is missing or not a bool scores 0. Logs the batch's missed and needless
-    fractions as "rewards/inquiry/missed" and "rewards/inquiry/needless"."""
+    fractions as "rewards/inquiry/missed" and "rewards/inquiry/needless", and the share of the completions
+    of inquiry-required rows that asked as "rewards/inquiry/asked_when_required" (none without such rows)."""
     for name, v in (("missed_penalty", missed_penalty), ("needless_penalty", needless_penalty)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
