@@ -28,6 +28,7 @@ from pathlib import Path
 from .data import benchmark as data
 from .data.benchmark import held_out_tasks, test_records
 from .evaluation import episodes
+from .evaluation import seeds
 from .evaluation.metrics import headline
 from .evaluation.steps import evaluate_model, evaluate_steps, reference_outputs
 from .profiles import Profile, get_profile
@@ -38,7 +39,7 @@ from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, copy_dir_atomic, eval_dir,
 from .runs.records import ORDER, REFERENCES
 from .training import task_grpo
 from .training.checkpoints import available_checkpoints, checkpoint_path
-from .training.configs import GRPO_SETTINGS
+from .training.configs import GRPO_SETTINGS, train_seed
 from .training.grpo import grpo as _grpo
 from .training.grpo import model_digest
 from .training.models import load_checkpoint
@@ -53,7 +54,8 @@ __all__ = [  # what the notebooks use
     "available_checkpoints", "checkpoint_path", "GRPO_SETTINGS", "grpo", "base_agent", "sft", "explore", "inspector",
     "plots", "report", "viz", "profile_of", "save_fig", "write_notebook_metrics", "grpo_settings",
     "select_checkpoint", "evaluate_checkpoint", "evaluate_references", "evaluate_checkpoint_tasks",
-    "evaluate_all_tasks", "load_metrics", "load_task_metrics", "load_predictions", "ablations",
+    "evaluate_all_tasks", "load_metrics", "load_task_metrics", "load_predictions", "ablations", "seed_names",
+    "grpo_seeds", "seeds",
 ]
 
 
@@ -244,6 +246,43 @@ def dagger_table(profile: Profile, start: str, rounds: list, control: str, tasks
                      "detoured": len(detoured), "detoured_success": sum(e["success"] for e in detoured),
                      "unsafe_rate": o["unsafe_rate"]["value"], "needless_rate": o["needless_rate"]["value"]})
     return pd.DataFrame(rows).set_index("checkpoint")
+
+
+def seed_names(profile: Profile, name: str) -> list[str]:
+    """A GRPO stage's checkpoints over `grpo_seeds` training seeds: `name` (the profile's own training seed,
+    the checkpoint later notebooks use), then `<name>_s1`, `<name>_s2`, ..."""
+    return [name] + [f"{name}_s{k}" for k in range(1, profile.grpo_seeds)]
+
+
+def _seed_run(profile: Profile, start_name: str, name: str, offset: int, out_root) -> dict:
+    """One extra seed of a GRPO stage: trained from `start_name` with the training seed + `offset`, chosen
+    on validation, evaluated on the test split; its test step metrics."""
+    seeded = profile.replace(train_seed=train_seed(profile) + offset)
+    grpo(seeded, start=checkpoint_path(profile, start_name), name=name, reuse=True)
+    select_checkpoint(seeded, name, start_name, out_root)
+    return evaluate_checkpoint(seeded, name, out_root=out_root)
+
+
+def grpo_seeds(profile: Profile, stages: dict[str, str], out_root=None) -> dict[str, list[dict]]:
+    """The test step metrics of each GRPO stage in `stages` ({name: start name}, e.g. {"grpo_weak":
+    "sft_weak"}) over `grpo_seeds` training seeds (`seed_names`). Seed 0 is the stage's own run, trained
+    and chosen before; every other is trained, chosen on validation and evaluated here, a finished run with
+    the same settings reused, `parallel_runs` at a time, each in a process of its own."""
+    jobs = [(stage, start, f"{stage}_s{k}", k) for stage, start in stages.items() for k in range(1, profile.grpo_seeds)]
+    if profile.parallel_runs > 1 and len(jobs) > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn: a fresh interpreter per worker, not a fork of a kernel that holds torch's threads
+        with ProcessPoolExecutor(profile.parallel_runs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(_seed_run, profile, start, name, k, out_root) for _, start, name, k in jobs]
+            extra = [f.result() for f in futures]
+    else:
+        extra = [_seed_run(profile, start, name, k, out_root) for _, start, name, k in jobs]
+    out = {stage: [evaluate_checkpoint(profile, stage, out_root=out_root)] for stage in stages}
+    for (stage, *_), metrics in zip(jobs, extra):
+        out[stage].append(metrics)
+    return out
 
 
 @_timed("operating curves")

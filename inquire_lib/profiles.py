@@ -192,6 +192,12 @@ class Profile:
     # reward std, which magnifies a group that barely differs; "batch"; "none": mean-centred only)
     loss_type: str = "dapo"
     scale_rewards: str = "group"
+    # training seeds of each GRPO stage in notebook 03's table: the stage's own run (`grpo_weak`, the checkpoint
+    # later notebooks use) and `grpo_weak_s1`, ... with the training seed + 1, ...; each chosen on validation
+    grpo_seeds: int = 1
+    # independent training runs (the extra seeds) that run at once, each in a process of its own with
+    # `torch_threads` threads. Two GRPO runs side by side on the 2-core machine took 13 s a step each (12.3 alone)
+    parallel_runs: int = 1
     # keep a checkpoint every this many steps for validation to choose from (0: a third of the run, last two kept)
     grpo_save_steps: int = 0
     # the chosen checkpoint: the highest validation step ISR whose needless-inquiry rate is at most
@@ -253,6 +259,7 @@ PROFILES: dict[str, Profile] = {
         task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
         eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16,
         ablation_sft_steps=2, ablation_grpo_steps=1, cell_timeout_s=900, eval_inquiry_steps=6, val_inquiry_steps=4,
+        grpo_seeds=2, parallel_runs=2,
         dagger_rounds=1, dagger_tasks=4, dagger_steps=2,
     ),
     # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
@@ -263,7 +270,7 @@ PROFILES: dict[str, Profile] = {
                    train_values="procedural", cpu_bf16=True, base_agent_threads=2,
                    test_tasks=120, base_agent_steps=2500, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
                    grpo_steps=200, grpo_save_steps=25, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
-                   top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
+                   top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0, grpo_seeds=3, parallel_runs=2,
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20, ablation_seeds=3,
                    # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points; step
                    # ISR on their 80 inquiry steps and 130 probes' (validation: 40 and 160)
@@ -297,7 +304,7 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
     name="quick", base_agent_from="cpu", torch_threads=2, val_tasks=20, eval_tasks=40, sft_steps=40,
     sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1, dagger_tasks=16, dagger_steps=10, grpo_steps=20,
     grpo_save_steps=10, task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=5, ablation_grpo_steps=2,
-    ablation_seeds=1, eval_inquiry_steps=0, val_inquiry_steps=0)
+    ablation_seeds=1, eval_inquiry_steps=0, val_inquiry_steps=0, grpo_seeds=1, parallel_runs=1)
 
 # what each profile can and cannot show; the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {

@@ -135,9 +135,10 @@ def test_02_sft_metrics(smoke_run):
     # one prediction per test step per checkpoint, and the step metrics files beside them
     for name in ("sft_full", "expert"):
         lines = (smoke_run["run"] / "eval" / name / "step_predictions.jsonl").read_text().splitlines()
-        assert len(lines) == overall["expert"]["n"]
+        assert len(lines) == overall["expert"]["n"] + overall["expert"]["n_probe"]  # the probes have lines too
         assert json.loads(lines[0])["checkpoint"] == name
-        assert metrics(smoke_run, f"step_{name}")["overall"]["n"] == len(lines)
+        step = metrics(smoke_run, f"step_{name}")["overall"]
+        assert step["n"] + step["n_probe"] == len(lines) and step["n_probe"] > 0
     assert (smoke_run["repo"] / "figures" / "smoke" / "02_sft_full_loss.html").stat().st_size > 1000
     # DAgger: round 0 (plain SFT), each round and the equal-compute control, on the same held-out tasks
     rows = {r["checkpoint"]: r for r in m["dagger"]}
@@ -165,6 +166,27 @@ def test_03_grpo_metrics(smoke_run):
     assert m["grpo_weak_seconds"] > 0 and m["grpo_full_seconds"] > 0
     zero_std = m["frac_reward_zero_std_weak"]
     assert len(zero_std) == 2 and all(0.0 <= v <= 1.0 for v in zero_std)  # smoke: 2 GRPO steps
+    assert all(0.0 <= v <= 1.0 for v in m["asked_when_required_weak"])
+    # step ISR stands on the evaluated tasks' inquiry steps and the probes'
+    for stage in m["stages"].values():
+        assert stage["n_probe"] > 0 and stage["inquiry_recall"]["n"] >= SMOKE.eval_inquiry_steps
+    # every stage over its training seeds: seed 0 is the stage's run, seed 1 trained with the next seed,
+    # chosen on validation and evaluated on the test split
+    assert set(m["seeds"]) == {"grpo_weak", "grpo_full"}
+    for name, start in (("grpo_weak", "sft_weak"), ("grpo_full", "sft_full")):
+        isr = m["seeds"][name]["inquiry_recall"]
+        assert list(isr["seeds"]) == [name, f"{name}_s1"] == [name] + [f"{name}_s{k}" for k in range(1, SMOKE.grpo_seeds)]
+        assert isr["start"] == m["stages"][start]["inquiry_recall"]["value"]
+        changes = [s["change"] for s in isr["seeds"].values()]
+        assert isr["mean_change"] == pytest.approx(sum(changes) / len(changes))
+        assert isr["seeds"][name]["value"] == m["stages"][name]["inquiry_recall"]["value"]
+        record = json.loads((smoke_run["root"] / "artifacts" / "smoke" / f"{name}_s1" / "selected" /
+                             "inquire_train.json").read_text())
+        assert record["config"]["seed"] == SMOKE.seed + 1 and record["start"].endswith(start + "/final")
+        step = json.loads((smoke_run["run"] / "metrics" / f"step_{name}_s1.json").read_text())
+        assert step["overall"]["inquiry_recall"]["value"] == isr["seeds"][f"{name}_s1"]["value"]
+    assert set(m["weak_gain_aim"]) == {"mean_isr_gain", "every_seed_isr_gain", "every_seed_needless",
+                                       "every_seed_safe_step", "met"}
     for name in ("grpo_weak", "grpo_full"):
         assert (smoke_run["root"] / "artifacts" / "smoke" / name / "final" / "inquire_train.json").exists()
         # a checkpoint per step (grpo_save_steps=1), both scored on validation, the choice recorded
@@ -183,7 +205,7 @@ def test_03_grpo_metrics(smoke_run):
     # the greedy point at bias 0 equal to the stage's step ISR / needless rate when every step reached the fork
     assert set(m["operating_curves"]) == set(m["stages"])
     for name, c in m["operating_curves"].items():
-        assert c["n"] == m["stages"][name]["n"] and 0 <= c["fork_reached"] <= c["n"]
+        assert c["n"] == m["stages"][name]["n"] + m["stages"][name]["n_probe"] and 0 <= c["fork_reached"] <= c["n"]
         pts = [(p["needless"], p["isr"]) for p in c["points"]]
         assert all(0.0 <= x <= 1.0 and 0.0 <= y <= 1.0 for x, y in pts)
         a = c["auc"]

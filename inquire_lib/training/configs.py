@@ -26,12 +26,13 @@ from .devices import batch_kwargs, vllm_kwargs
 GRPO_SETTINGS = ("grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
                  "top_entropy_quantile", "grpo_iterations", "loss_type", "scale_rewards", "max_completion_length",
                  "reward_weights", "missed_penalty", "needless_penalty", "grpo_inquiry_share", "grpo_save_steps", "val_tasks",
-                 "select_max_needless", "select_max_safe_drop")
+                 "val_inquiry_steps", "select_max_needless", "select_max_safe_drop", "grpo_seeds")
 # config fields that do not change what is trained (progress bars follow the CI variable)
 _NOT_RECORDED = ("disable_tqdm",)
 
 
-def _train_seed(profile: Profile) -> int:
+def train_seed(profile: Profile) -> int:
+    """The seed of a training run: `train_seed` where set (ablation and GRPO seeds), else the profile's seed."""
     return profile.seed if profile.train_seed is None else profile.train_seed
 
 
@@ -42,7 +43,7 @@ def _common(profile: Profile) -> dict:
     from .devices import uses_bf16
 
     cpu = not torch.cuda.is_available()
-    return {"use_cpu": cpu, "bf16": uses_bf16(profile), "report_to": [], "seed": _train_seed(profile),
+    return {"use_cpu": cpu, "bf16": uses_bf16(profile), "report_to": [], "seed": train_seed(profile),
             "activation_checkpointing": profile.gradient_checkpointing, "dataloader_num_workers": 0,
             "disable_tqdm": os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}}
 

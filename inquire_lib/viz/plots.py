@@ -90,6 +90,29 @@ def category_bars(all_metrics: list[dict], key: str, title: str, level: str = "b
     return fig
 
 
+def seed_table(tables: dict[str, dict]) -> pd.DataFrame:
+    """One row per (stage, seed) of `evaluation.seeds.seed_changes` tables ({stage: table}), then each
+    stage's mean row: every rate as value (lo-hi), and its change from the start in points."""
+    rows = []
+    for stage, table in tables.items():
+        keys = list(table)
+        for name in table[keys[0]]["seeds"]:
+            row = {"stage": stage, "seed": name}
+            for key in keys:
+                m = table[key]["seeds"][name]
+                row[key] = "n/a" if m["value"] is None else f"{m['value']:.2f} ({m['lo']:.2f}-{m['hi']:.2f})"
+                row[f"{key} change"] = f"{100 * m['change']:+.1f}"
+            rows.append(row)
+        mean = {"stage": stage, "seed": "mean (min / max, sd)"}
+        for key in keys:
+            t = table[key]
+            mean[key] = f"start {t['start']:.2f}" if t["start"] is not None else "start n/a"
+            mean[f"{key} change"] = (f"{100 * t['mean_change']:+.1f} ({100 * t['min_change']:+.1f} / "
+                                     f"{100 * t['max_change']:+.1f}, {100 * t['sd_change']:.1f})")
+        rows.append(mean)
+    return pd.DataFrame(rows).set_index(["stage", "seed"])
+
+
 def type_confusion(preds: list[dict], title: str) -> go.Figure:
     """Gold action type (rows) against predicted type (columns, 'none' when unparseable)."""
     cols = list(ACTION_TYPES) + ["none"]
