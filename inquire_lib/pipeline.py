@@ -268,7 +268,8 @@ def grpo_seeds(profile: Profile, stages: dict[str, str], out_root=None) -> dict[
     "sft_weak"}) over `grpo_seeds` training seeds (`seed_names`). Seed 0 is the stage's own run, trained
     and chosen before; every other is trained, chosen on validation and evaluated here, a finished run with
     the same settings reused, `parallel_runs` at a time, each in a process of its own."""
-    jobs = [(stage, start, f"{stage}_s{k}", k) for stage, start in stages.items() for k in range(1, profile.grpo_seeds)]
+    jobs = [(stage, start, name, k) for stage, start in stages.items()
+            for k, name in enumerate(seed_names(profile, stage)) if k > 0]
     if profile.parallel_runs > 1 and len(jobs) > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
