@@ -273,7 +273,7 @@ PROFILES: dict[str, Profile] = {
                    top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0, grpo_seeds=3, parallel_runs=2,
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20, ablation_seeds=3,
                    # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points; step
-                   # ISR on their 80 inquiry steps and 130 probes' (validation: 40 and 160)
+                   # ISR on their 80 inquiry steps and 120 probes' (validation: 40 and 160)
                    eval_batch=64, eval_tasks=160, eval_inquiry_steps=200, val_inquiry_steps=200),
     # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
     # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
@@ -311,7 +311,7 @@ PURPOSES: dict[str, str] = {
     "smoke": ("Smoke checks the plumbing, not learning: a ~0.4M-parameter model for a few steps, so trained "
               "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."),
     "cpu": ("cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
-            "miniature; 160 held-out tasks (task SR +-7 points) and step ISR on 210 inquiry steps (+-7 points)."),
+            "miniature; 160 held-out tasks (task SR +-7 points) and step ISR on 200 inquiry steps (+-7 points)."),
     "quick": ("quick shows SFT learning to ask in minutes on 2 cores: the cpu profile's shipped base agent, "
               "40 SFT and 20 GRPO steps, 40 held-out tasks; 20 GRPO steps do not move ISR and its intervals "
               "are too wide for claims (use cpu)."),

@@ -35,18 +35,18 @@ def test_each_seeds_change_and_the_mean_and_spread():
 
 def test_the_gain_aim_needs_the_mean_every_seed_and_no_cost():
     good = {"a": overall(110, 10, 600), "b": overall(100, 10, 592), "c": overall(90, 10, 600)}  # +45, +40, +35
-    assert meets_gain_aim(seed_changes(START, good), good)["met"] is True
+    assert meets_gain_aim(seed_changes(START, good))["met"] is True
     # one seed at +25: the mean is +40 but not every seed reaches +30
     uneven = {"a": overall(130, 10, 600), "b": overall(100, 10, 600), "c": overall(70, 10, 600)}
-    aim = meets_gain_aim(seed_changes(START, uneven), uneven)
+    aim = meets_gain_aim(seed_changes(START, uneven))
     assert aim["mean_isr_gain"] and not aim["every_seed_isr_gain"] and not aim["met"]
     # asking everywhere: the ISR gain is there, the needless rate is not kept
     loud = {"a": overall(200, 300, 600)}
-    aim = meets_gain_aim(seed_changes(START, loud), loud)
+    aim = meets_gain_aim(seed_changes(START, loud))
     assert aim["mean_isr_gain"] and not aim["every_seed_needless"] and not aim["met"]
     # safe steps lost: 3 points below the start
     costly = {"a": overall(120, 10, 577)}
-    aim = meets_gain_aim(seed_changes(START, costly), costly)
+    aim = meets_gain_aim(seed_changes(START, costly))
     assert not aim["every_seed_safe_step"] and not aim["met"]
 
 

@@ -31,18 +31,19 @@ def seed_changes(start: dict, seeds: dict[str, dict], keys=KEYS) -> dict:
     return out
 
 
-def meets_gain_aim(changes: dict, seeds: dict[str, dict], min_mean: float = 0.40, min_each: float = 0.30,
-                   max_needless: float = 0.10, max_safe_drop: float = 0.02) -> dict:
+def meets_gain_aim(changes: dict, min_mean: float = 0.40, min_each: float = 0.30, max_needless: float = 0.10,
+                   max_safe_drop: float = 0.02) -> dict:
     """Whether a GRPO stage reached the workbench's aim for the weak inquirer: step ISR up by at least
     `min_mean` on average and `min_each` for every seed, while every seed keeps the needless-inquiry rate
     at most `max_needless` and safe-step accuracy at most `max_safe_drop` below the start's. Returns each
-    condition and `met` (all of them)."""
+    condition and `met` (all of them). `changes`: a `seed_changes` table with those three rates."""
     isr, safe = changes["inquiry_recall"], changes["safe_step_accuracy"]
     eps = 1e-9  # a rate exactly at a bound meets it, whatever the float rounding of k/n
     checks = {
         "mean_isr_gain": isr["mean_change"] >= min_mean - eps,
         "every_seed_isr_gain": isr["min_change"] >= min_each - eps,
-        "every_seed_needless": all((m["needless_rate"]["value"] or 0.0) <= max_needless + eps for m in seeds.values()),
+        "every_seed_needless": all((m["value"] or 0.0) <= max_needless + eps
+                                   for m in changes["needless_rate"]["seeds"].values()),
         "every_seed_safe_step": safe["min_change"] >= -max_safe_drop - eps,
     }
     return {**checks, "met": all(checks.values())}
