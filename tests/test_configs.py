@@ -60,6 +60,11 @@ def test_reward_weights_go_by_name(tmp_path):
     assert configs.grpo_config(weighted, tmp_path, ["inquiry", "action"]).reward_weights == [3.0, 2.0]
     with pytest.raises(KeyError, match="no reward weight for \\['novel'\\]"):
         configs.reward_weights(SMOKE, ["format", "novel"])
+    # without names, the profile's `reward_funcs` decide which rewards GRPO sums
+    assert configs.grpo_config(SMOKE, tmp_path).reward_weights == [1.0, 1.0, 1.0]
+    with_consistency = SMOKE.replace(reward_funcs=("format", "action", "inquiry", "consistency"),
+                                     reward_weights={"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 0.5})
+    assert configs.grpo_config(with_consistency, tmp_path).reward_weights == [1.0, 1.0, 1.0, 0.5]
 
 
 def test_defaults_live_in_the_profile_only():

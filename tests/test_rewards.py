@@ -11,7 +11,7 @@ from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.profiles import get_profile
 from inquire_lib.agent.rewards import (
     REWARDS, action_reward, action_reward_components, build_reward_funcs, completion_text,
-    format_reward, make_format_reward, make_inquiry_reward, token_f1,
+    consistency_reward, format_reward, inquiry_verdict, make_format_reward, make_inquiry_reward, token_f1,
 )
 
 THINK = "Pay button visible. Inquiry check: not needed, because the amount was given."
@@ -249,6 +249,30 @@ def test_inquiry_reward_logs_rates():
     assert [n for n, _ in logged] == ["rewards/inquiry/missed", "rewards/inquiry/needless"]
 
 
+# ---------------------------------------------------------------- consistency
+
+NEEDED = "Two contacts named Anna. Inquiry check: needed, because the recipient is ambiguous."
+
+
+def test_inquiry_verdict_reads_the_first_check():
+    assert inquiry_verdict(THINK) is False and inquiry_verdict(NEEDED) is True
+    assert inquiry_verdict("inquiry check:  Needed, twice. Inquiry check: not needed") is True
+    assert inquiry_verdict("No check here.") is None and inquiry_verdict(None) is None
+
+
+def test_consistency_reward_penalises_an_action_that_contradicts_the_reasoning():
+    logged = []
+    texts = [comp(ASK, NEEDED), comp(click(1, 1), THINK),      # consistent: 0
+             comp(ASK, THINK), comp(click(1, 1), NEEDED),      # contradicting: -1
+             comp(ASK, "Asking."), comp(ASK, think=None),      # no check: 0
+             "<think>" + NEEDED + "</think>" + call({"action": "teleport"}), None]  # no action: 0
+    assert consistency_reward(texts, log_metric=lambda n, v: logged.append((n, v))) == [
+        0.0, 0.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0]
+    assert logged == [("rewards/consistency/contradicted", 2 / 8)]
+    # the label does not matter: the reward judges the completion against its own reasoning
+    assert consistency_reward([comp(ASK, THINK)], inquiry_required=[True]) == [-1.0]
+
+
 # ---------------------------------------------------------------- adversarial, all rewards
 
 def test_code_in_any_field_is_never_run(tmp_path):
@@ -323,7 +347,7 @@ def test_completion_text():
 # ---------------------------------------------------------------- registry and TRL call
 
 def test_registry_and_build_from_profile():
-    assert sorted(REWARDS) == ["action", "format", "inquiry"]
+    assert sorted(REWARDS) == ["action", "consistency", "format", "inquiry"]
     funcs = build_reward_funcs(["format", "action", "inquiry"], get_profile("cpu"))
     assert [f.__name__ for f in funcs] == ["format", "action", "inquiry"]
     no_think = get_profile("cpu", use_think=False, missed_penalty=1.0, needless_penalty=0.0)
@@ -331,6 +355,7 @@ def test_registry_and_build_from_profile():
     assert fmt([comp(click(1, 1), think=None)]) == [1.0]
     assert inq([comp(click(1, 1)), comp(ASK)], inquiry_required=[True, False]) == [-1.0, 0.0]
     assert [f.__name__ for f in build_reward_funcs(profile="smoke")] == ["format", "action", "inquiry"]
+    assert build_reward_funcs(["consistency"], get_profile("cpu"))[0]([comp(click(1, 1), NEEDED)]) == [-1.0]
     with pytest.raises(KeyError, match="unknown reward 'task'"):
         build_reward_funcs(["task"], get_profile("cpu"))
 

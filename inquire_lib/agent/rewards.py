@@ -10,6 +10,8 @@ unreadable answer scores.
 - action: type (0 or 1) + argument (in [0, 1]); components logged through TRL's `log_metric`.
 - inquiry: -missed_penalty for acting where asking was required, -needless_penalty for asking
   where acting was right; both 0 gives the papers' reward.
+- consistency: -1 where the tool call contradicts the reasoning's own inquiry check (asks after
+  "Inquiry check: not needed", or acts after "needed"), else 0; off by default.
 
 Task-level (episode) rewards register in REWARDS the same way, as factories of a profile.
 """
@@ -332,6 +334,40 @@ def make_inquiry_reward(missed_penalty: float = _DEFAULTS.missed_penalty,
                        needless_penalty=float(needless_penalty))
 
 
+# ---------------------------------------------------------------- consistency
+
+_VERDICT_RE = re.compile(r"Inquiry check:\s*(not needed|needed)", re.IGNORECASE)
+
+
+def inquiry_verdict(think: str | None) -> bool | None:
+    """What the reasoning decided: True after "Inquiry check: needed", False after "... not needed",
+    None without such a check (the first one counts)."""
+    m = _VERDICT_RE.search(think) if isinstance(think, str) else None
+    return None if m is None else m.group(1).lower() == "needed"
+
+
+def consistency_reward(completions, **kwargs) -> list[float]:
+    """-1.0 where the tool call contradicts the reasoning's inquiry check (a `call_user` after
+    "Inquiry check: not needed", any other action after "needed"), else 0.0; a completion without
+    a readable action or without the check scores 0.0 (the format reward judges those). GRPO from the
+    weak inquirer otherwise learns to ask in the tool call while the reasoning still says "not
+    needed": the reasoning stops deciding. Logs the contradicting share as
+    "rewards/consistency/contradicted"."""
+    out = []
+    for c in _as_list(completions):
+        try:
+            p = parse_completion(completion_text(c), require_think=False)
+        except Exception:
+            p = None
+        verdict = inquiry_verdict(p.think) if p is not None else None
+        if p is None or p.action is None or verdict is None:
+            out.append(0.0)
+            continue
+        out.append(-1.0 if (p.action.type == "call_user") != verdict else 0.0)
+    _log(kwargs.get("log_metric"), "rewards/consistency/contradicted", [-v for v in out])
+    return [v + 0.0 for v in out]
+
+
 # ---------------------------------------------------------------- registry
 
 def _format_factory(profile: Profile) -> NamedReward:
@@ -346,11 +382,16 @@ def _inquiry_factory(profile: Profile) -> NamedReward:
     return make_inquiry_reward(profile.missed_penalty, profile.needless_penalty)
 
 
+def _consistency_factory(profile: Profile) -> NamedReward:
+    return NamedReward("consistency", consistency_reward)
+
+
 # name -> factory(profile) -> reward callable named `name`
 REWARDS: dict = {
     "format": _format_factory,
     "action": _action_factory,
     "inquiry": _inquiry_factory,
+    "consistency": _consistency_factory,
 }
 
 

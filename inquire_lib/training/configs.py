@@ -25,7 +25,7 @@ from .devices import batch_kwargs, vllm_kwargs
 # inputs, the rewards' penalties, the prompt mix and the checkpoint choice on validation
 GRPO_SETTINGS = ("grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
                  "top_entropy_quantile", "grpo_iterations", "loss_type", "scale_rewards", "max_completion_length",
-                 "reward_weights", "missed_penalty", "needless_penalty", "grpo_inquiry_share", "grpo_save_steps", "val_tasks",
+                 "reward_funcs", "reward_weights", "missed_penalty", "needless_penalty", "grpo_inquiry_share", "grpo_save_steps", "val_tasks",
                  "val_inquiry_steps", "select_max_needless", "select_max_safe_drop", "grpo_seeds")
 # config fields that do not change what is trained (progress bars follow the CI variable)
 _NOT_RECORDED = ("disable_tqdm",)
@@ -105,13 +105,14 @@ def reward_weights(profile: Profile, reward_names) -> list[float]:
     return [float(weights[n]) for n in reward_names]
 
 
-def grpo_config(profile: Profile, out_dir: str | Path, reward_names=("format", "action", "inquiry"),
+def grpo_config(profile: Profile, out_dir: str | Path, reward_names=None,
                 steps: int | None = None, processes: int | None = None):
     """Action-level GRPO: `grpo_prompts_per_step` prompts x `num_generations` completions a step,
     constant learning rate `grpo_lr`, KL weight `beta`, loss on the `top_entropy_quantile` tokens."""
     from trl import GRPOConfig
 
     steps = steps or profile.grpo_steps
+    reward_names = profile.reward_funcs if reward_names is None else reward_names
     return GRPOConfig(
         output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
         **batch_kwargs(profile, "grpo", processes),

@@ -45,12 +45,13 @@ def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
 
 
 def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
-         max_steps: int | None = None, train: datasets.Dataset | None = None, reward_names=("format", "action", "inquiry"),
+         max_steps: int | None = None, train: datasets.Dataset | None = None, reward_names=None,
          callbacks=None, reuse: bool = False) -> TrainResult:
     """Stage 2 from the checkpoint `start` (an SFT output: adapter or full model).
 
     Each step samples `num_generations` completions for each of `grpo_prompts_per_step` prompts at
-    `temperature`, scores them with the named rewards (weighted by `profile.reward_weights`), and
+    `temperature`, scores them with the named rewards (`profile.reward_funcs` unless given; weighted
+    by `profile.reward_weights`), and
     maximises the clipped, group-normalised advantage objective; `beta` > 0 adds a KL penalty.
     With `top_entropy_quantile` < 1 only the completion tokens whose entropy is in that top quantile
     of the batch carry the loss: the forking tokens (ask or act, which target) learn, while the
@@ -63,6 +64,7 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     from trl import GRPOTrainer
 
     profile = get_profile(profile)
+    reward_names = tuple(profile.reward_funcs if reward_names is None else reward_names)
     torch.set_num_threads(profile.torch_threads)
     train = train if train is not None else grpo_records(profile)
     train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
