@@ -11,7 +11,7 @@ from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.profiles import get_profile
 from inquire_lib.agent.rewards import (
     REWARDS, action_reward, action_reward_components, build_reward_funcs, completion_text,
-    consistency_reward, format_reward, inquiry_verdict, make_format_reward, make_inquiry_reward, token_f1,
+    consistency_reward, format_reward, make_format_reward, make_inquiry_reward, token_f1,
 )
 
 THINK = "Pay button visible. Inquiry check: not needed, because the amount was given."
@@ -252,12 +252,6 @@ def test_inquiry_reward_logs_rates():
 # ---------------------------------------------------------------- consistency
 
 NEEDED = "Two contacts named Anna. Inquiry check: needed, because the recipient is ambiguous."
-
-
-def test_inquiry_verdict_reads_the_first_check():
-    assert inquiry_verdict(THINK) is False and inquiry_verdict(NEEDED) is True
-    assert inquiry_verdict("inquiry check:  Needed, twice. Inquiry check: not needed") is True
-    assert inquiry_verdict("No check here.") is None and inquiry_verdict(None) is None
 
 
 def test_consistency_reward_penalises_an_action_that_contradicts_the_reasoning():

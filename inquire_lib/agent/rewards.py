@@ -25,7 +25,7 @@ from functools import lru_cache
 
 from ..profiles import Profile, get_profile
 from .actions import (
-    POINT_ACTIONS, Action, ActionError, action_match, distance_to_bbox, has_bbox, normalize_text,
+    POINT_ACTIONS, Action, ActionError, action_match, distance_to_bbox, has_bbox, inquiry_check, normalize_text,
     parse_completion,
 )
 
@@ -336,16 +336,6 @@ def make_inquiry_reward(missed_penalty: float = _DEFAULTS.missed_penalty,
 
 # ---------------------------------------------------------------- consistency
 
-_VERDICT_RE = re.compile(r"Inquiry check:\s*(not needed|needed)", re.IGNORECASE)
-
-
-def inquiry_verdict(think: str | None) -> bool | None:
-    """What the reasoning decided: True after "Inquiry check: needed", False after "... not needed",
-    None without such a check (the first one counts)."""
-    m = _VERDICT_RE.search(think) if isinstance(think, str) else None
-    return None if m is None else m.group(1).lower() == "needed"
-
-
 def consistency_reward(completions, **kwargs) -> list[float]:
     """-1.0 where the tool call contradicts the reasoning's inquiry check (a `call_user` after
     "Inquiry check: not needed", any other action after "needed"), else 0.0; a completion without
@@ -355,12 +345,9 @@ def consistency_reward(completions, **kwargs) -> list[float]:
     "rewards/consistency/contradicted"."""
     out = []
     for c in _as_list(completions):
-        try:
-            p = parse_completion(completion_text(c), require_think=False)
-        except Exception:
-            p = None
-        verdict = inquiry_verdict(p.think) if p is not None else None
-        if p is None or p.action is None or verdict is None:
+        p = parse_completion(completion_text(c), require_think=False)  # never raises
+        verdict = inquiry_check(p.think)
+        if p.action is None or verdict is None:
             out.append(0.0)
             continue
         out.append(-1.0 if (p.action.type == "call_user") != verdict else 0.0)
