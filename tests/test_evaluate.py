@@ -152,6 +152,9 @@ def test_expert_reference_is_perfect(records, tmp_path):
                 "safe_step_accuracy"):
         assert o[key]["value"] == 1.0, key
     assert o["needless_rate"]["value"] == 0.0
+    # the expert's reasoning decides "needed" at every inquiry step and its asks follow it
+    assert o["reasoning_says_needed"]["value"] == 1.0 and o["asks_against_reasoning"]["value"] == 0.0
+    assert o["asks_against_reasoning"]["n"] == o["inquiry_recall"]["n"]
     assert o["outcomes"] == {"correct": len(main), "missed_inquiry": 0, "needless_inquiry": 0, "wrong_type": 0,
                              "wrong_argument": 0, "unparseable": 0}
     n_req = sum(r["inquiry_required"] for r in main)
@@ -181,6 +184,7 @@ def test_always_ask_and_always_act(records, tmp_path):
     ask = evaluate.evaluate_steps("always_ask", records, SMOKE,
                                   evaluate.reference_outputs("always_ask", records, SMOKE), out_root=tmp_path)
     assert value(ask, "inquiry_recall") == 1.0 and value(ask, "needless_rate") == 1.0
+    assert value(ask, "asks_against_reasoning") == 0.0 and value(ask, "reasoning_says_needed") == 1.0
     # the probes raise neither precision nor type accuracy: those are the evaluated tasks' steps'
     assert value(ask, "inquiry_precision") == pytest.approx(n_req / len(main))
     assert value(ask, "type_accuracy") == pytest.approx(n_req / len(main))
@@ -194,6 +198,26 @@ def test_always_ask_and_always_act(records, tmp_path):
     assert act["overall"]["outcomes"]["missed_inquiry"] == n_req
     assert act["overall"]["outcomes"]["correct"] == len(main) - n_req
     assert act["overall"]["inquiry_recall"]["n"] == sum(r["inquiry_required"] for r in records)
+    assert value(act, "reasoning_says_needed") == 0.0 and act["overall"]["asks_against_reasoning"]["n"] == 0
+
+
+def _pred(required, ask, check):
+    think = None if check is None else f"Looking. Inquiry check: {check}, because of the task."
+    return {"inquiry_required": required, "think": think, "format_ok": True, "type_ok": True, "arg_ok": ask == required,
+            "parsed_action": {"action": "call_user" if ask else "click"}, "gold_action": {"action": "click"},
+            "outcome": "correct"}
+
+
+def test_asks_against_the_reasoning_are_counted_at_inquiry_steps():
+    from inquire_lib.evaluation.metrics import step_rates
+    preds = [_pred(True, True, "not needed"), _pred(True, True, "not needed"), _pred(True, True, "needed"),
+             _pred(True, False, "needed"), _pred(True, False, None),
+             dict(_pred(True, True, "not needed"), probe=True),  # a probe counts, as for inquiry recall
+             _pred(False, True, "not needed")]  # a needless ask is not an inquiry step's ask
+    r = step_rates(preds)
+    assert (r["asks_against_reasoning"]["k"], r["asks_against_reasoning"]["n"]) == (3, 4)
+    assert (r["reasoning_says_needed"]["k"], r["reasoning_says_needed"]["n"]) == (2, 6)
+    assert (r["inquiry_recall"]["k"], r["inquiry_recall"]["n"]) == (4, 6)
 
 
 def test_random_reference_is_seeded_and_parseable(records):

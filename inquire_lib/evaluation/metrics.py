@@ -12,7 +12,12 @@ Step level (`step_metrics`, each rate with its interval):
   probes: inquiry steps of more tasks, `data.benchmark.inquiry_probes`, that count toward this rate only);
 - inquiry precision: share of the model's `call_user` steps where asking was required;
 - needless-inquiry rate: share of steps not requiring inquiry where the model asked anyway;
-- click-in-bbox: step accuracy restricted to gold clicks; safe-step accuracy: on steps needing no inquiry.
+- click-in-bbox: step accuracy restricted to gold clicks; safe-step accuracy: on steps needing no inquiry;
+- asks against the reasoning: of the inquiry-required steps (probes included) where the model asked, the
+  share whose own reasoning ended with "Inquiry check: not needed" (the tool call contradicts the decision
+  it wrote); reasoning says needed: share of inquiry-required steps whose reasoning decided "needed",
+  whatever the tool call then did.
+  Together they tell a policy that learned *when* to ask from one whose tool call asks on its own.
 Episode level (`task_metrics`): see `evaluation.episodes`.
 """
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+from ..agent.actions import inquiry_check
 from ..agent.task_rewards import task_reward
 from ..runs.records import OUTCOMES
 
@@ -71,6 +77,8 @@ def step_rates(preds: list[dict]) -> dict:
         "needless_rate": count(notreq, is_ask),
         "click_in_bbox": count(clicks, lambda p: p["arg_ok"]),
         "safe_step_accuracy": count(notreq, lambda p: p["arg_ok"]),
+        "asks_against_reasoning": count([p for p in req if is_ask(p)], lambda p: inquiry_check(p.get("think")) is False),
+        "reasoning_says_needed": count(req, lambda p: inquiry_check(p.get("think")) is True),
         # step accuracy per gold action type: where a policy's errors sit (open, type, click, ...)
         "by_gold_action": {t: count([p for p in preds if p["gold_action"]["action"] == t], lambda p: p["arg_ok"])
                            for t in sorted({p["gold_action"]["action"] for p in preds})},
