@@ -58,7 +58,7 @@ def metrics_table(all_metrics: list[dict], keys=METRICS) -> pd.DataFrame:
         o = m["overall"]
         row = {"checkpoint": m["checkpoint"]}
         for k in keys:
-            v = o[k]
+            v = o.get(k) or {"value": None}  # a metric newer than the stored file: shown empty
             row[k] = None if v["value"] is None else round(v["value"], 3)
             row[f"{k}_ci"] = None if v["value"] is None else f"{v['lo']:.2f}-{v['hi']:.2f}"
         rows.append(row)
