@@ -121,6 +121,34 @@ def test_interrupted_sft_resumes_from_its_last_checkpoint(resumed):
     assert (resumed["out"] / "checkpoint-4").is_dir()
 
 
+class FirstWeights(TrainerCallback):
+    """The embedding the first optimizer step of this process starts from."""
+
+    def __init__(self):
+        self.weights = None
+
+    def on_step_begin(self, args, state, control, model=None, **kwargs):
+        if self.weights is None:
+            self.weights = model.get_input_embeddings().weight.detach().clone()
+
+
+def test_a_full_weight_run_resumes_from_the_checkpoints_weights(env):
+    """Not from its start weights: the Trainer alone loads none of a Qwen2.5-VL checkpoint's keys."""
+    from transformers import AutoModelForImageTextToText
+
+    full = PROFILE.replace(lora=False, load_in_4bit=False)
+    out = Path(env) / "artifacts" / "smoke" / "sft_full_weights"
+    started = FirstWeights()
+    with pytest.raises(KeyboardInterrupt, match="interrupted at step 3"):
+        sft(full, name="sft_full_weights", max_steps=4, callbacks=[started, Interrupt(3)])
+    saved = AutoModelForImageTextToText.from_pretrained(str(out / "checkpoint-2")).get_input_embeddings().weight
+    assert not torch.equal(started.weights, saved)  # two steps moved the weights, so the check below can fail
+    resumed_at = FirstWeights()
+    res = sft(full, name="sft_full_weights", max_steps=4, resume=True, callbacks=[resumed_at])
+    assert torch.equal(resumed_at.weights, saved)
+    assert res.adapter is False and (Path(res.path) / "model.safetensors").exists()
+
+
 def test_sft_output_is_an_adapter_with_metadata(resumed):
     res = resumed["result"]
     final = Path(res.path)

@@ -1,6 +1,7 @@
 """What every stage's trainer shares: the result it returns and how it is run and saved."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
 from dataclasses import dataclass
@@ -55,8 +56,12 @@ def fit(trainer, out_dir: Path, resume: bool, meta=None) -> tuple[Path, float]:
     trainer.add_callback(mark_checkpoints_callback())
     if devices.is_main_process():
         discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
+    checkpoint = last_checkpoint(out_dir) if resume else None
+    if checkpoint is not None and not getattr(trainer, "is_deepspeed_enabled", False):  # DeepSpeed restores its own
+        restore_full_weights(trainer.model, checkpoint)
     t0 = time.time()
-    trainer.train(resume_from_checkpoint=last_checkpoint(out_dir) if resume else None)
+    with _quiet_key_mismatch(checkpoint is not None):
+        trainer.train(resume_from_checkpoint=checkpoint)
     seconds = time.time() - t0
     final = out_dir / "final"
     if devices.is_main_process():
@@ -69,6 +74,45 @@ def fit(trainer, out_dir: Path, resume: bool, meta=None) -> tuple[Path, float]:
         trainer.save_model(str(final))  # collective under ZeRO-3; only the main process writes
     devices.wait_for_everyone()
     return final, seconds
+
+
+def restore_full_weights(model, checkpoint: str) -> bool:
+    """Put a checkpoint's full weights into `model` before the Trainer resumes from it; False for an
+    adapter checkpoint, which the Trainer restores itself.
+
+    The Trainer restores full weights with `load_state_dict(strict=False)` on the file's own keys, but
+    `save_pretrained` writes Qwen2.5-VL's keys in the hub's layout (`model.layers.*`, `visual.*`) while the
+    loaded model names them `model.language_model.*`, `model.visual.*`: nothing matches, and a resumed run
+    would go on from its *start* weights with the checkpoint's optimizer and step (measured: KL to the start
+    0.14 before a kill, 0.0003 after the resume). `from_pretrained` maps the keys; the copy is strict, so any
+    other mismatch fails loudly."""
+    folder = Path(checkpoint)
+    if (folder / "adapter_config.json").exists() or not any(folder.glob("model*.safetensors")):
+        return False
+    loaded = type(model).from_pretrained(str(folder), dtype=next(model.parameters()).dtype)
+    model.load_state_dict(loaded.state_dict(), strict=True)
+    del loaded
+    return True
+
+
+class _KeyMismatchNotice(logging.Filter):
+    """The Trainer's own load of a checkpoint whose weights `restore_full_weights` already put in place
+    names every key as missing and unexpected; that notice is wrong after the restore."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(("There were missing keys", "There were unexpected keys"))
+
+
+@contextlib.contextmanager
+def _quiet_key_mismatch(active: bool):
+    log = logging.getLogger("transformers.trainer")
+    notice = _KeyMismatchNotice()
+    if active:
+        log.addFilter(notice)
+    try:
+        yield
+    finally:
+        log.removeFilter(notice)
 
 
 def last_checkpoint(out_dir: Path) -> str | None:
