@@ -57,10 +57,10 @@ def fit(trainer, out_dir: Path, resume: bool, meta=None) -> tuple[Path, float]:
     if devices.is_main_process():
         discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
     checkpoint = last_checkpoint(out_dir) if resume else None
-    if checkpoint is not None and not getattr(trainer, "is_deepspeed_enabled", False):  # DeepSpeed restores its own
-        restore_full_weights(trainer.model, checkpoint)
+    restored = (checkpoint is not None and not getattr(trainer, "is_deepspeed_enabled", False)  # DeepSpeed restores its own
+                and restore_full_weights(trainer.model, checkpoint))
     t0 = time.time()
-    with _quiet_key_mismatch(checkpoint is not None):
+    with _quiet_key_mismatch(restored):
         trainer.train(resume_from_checkpoint=checkpoint)
     seconds = time.time() - t0
     final = out_dir / "final"
