@@ -91,22 +91,15 @@ def restore_full_weights(model, checkpoint: str) -> bool:
         return False
     loaded = type(model).from_pretrained(str(folder), dtype=next(model.parameters()).dtype)
     model.load_state_dict(loaded.state_dict(), strict=True)
-    del loaded
     return True
-
-
-class _KeyMismatchNotice(logging.Filter):
-    """The Trainer's own load of a checkpoint whose weights `restore_full_weights` already put in place
-    names every key as missing and unexpected; that notice is wrong after the restore."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(("There were missing keys", "There were unexpected keys"))
 
 
 @contextlib.contextmanager
 def _quiet_key_mismatch(active: bool):
+    """Drop the Trainer's notice that every key of the checkpoint is missing and unexpected: after
+    `restore_full_weights` put the weights in place, that notice is wrong."""
     log = logging.getLogger("transformers.trainer")
-    notice = _KeyMismatchNotice()
+    notice = lambda record: not record.getMessage().startswith(("There were missing keys", "There were unexpected keys"))
     if active:
         log.addFilter(notice)
     try:
