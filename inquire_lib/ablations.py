@@ -5,7 +5,8 @@ the effect of each switch as a difference from its reference with an interval ov
 
 A point is (variant, training seed): `run_point` trains it with the profile's ablation budget and
 evaluates it; notebook 07 runs one papermill execution of `notebooks/ablations/ablation_point.ipynb`
-per point (`runs.notebooks.sweep`, which reuses finished points). Groups and their references:
+per point (`runs.notebooks.sweep`, which reuses finished points and runs `parallel_runs` points at
+once, the points of one `lane` in order). Groups and their references:
 
 - `sft` (reference `sft_baseline`: SFT with every inquiry, `ablation_sft_steps` from the base
   agent): no accessibility list, no pre-action reasoning, no previous screenshot, and the other
@@ -79,6 +80,16 @@ def skip_reason(profile: Profile, name: str) -> str | None:
     if all(getattr(profile, k) == val for k, val in v.overrides.items()):
         return f"the profile already trains this way ({', '.join(f'{k}={val}' for k, val in v.overrides.items())})"
     return None
+
+
+def lane(point: dict) -> str:
+    """The sweep lane of a grid point {"VARIANT", "TRAIN_SEED", ...}: a DAgger or chain point starts from
+    `chain_sft` of its seed (and `chain_task` from `chain_grpo`), so those of one seed run in order in one
+    lane; every other point starts from a checkpoint made before the sweep and is a lane of its own."""
+    v = VARIANTS[point["VARIANT"]]
+    if v.group in ("dagger", "chain"):
+        return f"chain seed {point['TRAIN_SEED']}"
+    return f"{v.name} seed {point['TRAIN_SEED']}"
 
 
 def point_name(variant: str, train_seed: int) -> str:

@@ -96,3 +96,16 @@ def test_the_ablation_table_compares_each_variant_with_its_reference_on_disk(tmp
     assert len(table) == 2 * (len(ablations.STEP_KEYS) + len(ablations.TASK_KEYS))
     figs = ablation_effects(table)
     assert list(figs) == ["sft_baseline"] and len(figs["sft_baseline"].data) == 8
+
+
+def test_chain_and_dagger_points_of_one_seed_share_a_sweep_lane():
+    from inquire_lib import ablations
+
+    def lane(variant, seed):
+        return ablations.lane({"SEED": 0, "VARIANT": variant, "TRAIN_SEED": seed})
+
+    chain = {lane(v, 0) for v in ("chain_sft", "dagger_off", "dagger_on", "chain_grpo", "chain_task")}
+    assert len(chain) == 1 and lane("chain_sft", 0) != lane("chain_sft", 1)
+    # every other point starts from a checkpoint made before the sweep: a lane of its own
+    others = [lane(v, s) for v in ("sft_baseline", "sft_no_think", "grpo_shaped", "grpo_papers_reward") for s in (0, 1)]
+    assert len(set(others)) == 8 and not chain & set(others)

@@ -67,3 +67,52 @@ def test_a_changed_point_key_is_not_reused(tmp_path):
     assert key != runs.point_key(nb, {"X": 1}, prof.replace(grpo_lr=1e-4))
     nb.write_text(nb.read_text().replace("FAIL = False", "FAIL = False  # edited"))
     assert key != runs.point_key(nb, {"X": 1}, prof)
+
+
+def _timed_point_notebook(path, log):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("PROFILE = 'smoke'\nX = 0\nLANE = 'a'\nFAIL = False",
+                                          metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(
+                    "import time\n"
+                    f"with open({str(log)!r}, 'a') as f:\n    f.write(f'start {{X}} {{time.time()}}\\n')\n"
+                    "time.sleep(4)\n"
+                    f"with open({str(log)!r}, 'a') as f:\n    f.write(f'end {{X}} {{time.time()}}\\n')\n"
+                    "assert not FAIL, 'asked to fail'")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def _spans(log) -> dict[int, tuple[float, float]]:
+    seen: dict[int, dict[str, float]] = {}
+    for line in log.read_text().split("\n"):
+        if line:
+            what, x, t = line.split()
+            seen.setdefault(int(x), {})[what] = float(t)
+    return {x: (d["start"], d["end"]) for x, d in seen.items()}
+
+
+def test_a_parallel_sweep_keeps_each_lane_in_order_and_runs_lanes_side_by_side(tmp_path):
+    nb, log = tmp_path / "point.ipynb", tmp_path / "executions.txt"
+    _timed_point_notebook(nb, log)
+    out = tmp_path / "runs"
+    # lane a: 1 (fails) then 2; lane b: 3 alone
+    grid = [{"X": 1, "LANE": "a", "FAIL": True}, {"X": 2, "LANE": "a"}, {"X": 3, "LANE": "b"}]
+    first = runs.sweep(nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
+                       parallel=2, lane=lambda p: p["LANE"])
+    assert [r["status"] for r in first] == ["failed", "ok", "ok"]
+    assert [r["parameters"]["X"] for r in first] == [1, 2, 3]
+    spans = _spans(log)
+    assert sorted(spans) == [1, 2, 3]
+    assert spans[2][0] >= spans[1][1]  # a lane runs in grid order, and a failed point does not stop it
+    assert spans[3][0] < spans[1][1] and spans[1][0] < spans[3][1]  # lanes a and b ran side by side
+    record = json.loads((out / "smoke" / "default" / "abl" / runs.SWEEP_MANIFEST).read_text())
+    assert record["status"] == "finished" and record["parallel"] == 2
+    assert record["counts"] == {"ok": 2, "reused": 0, "failed": 1}
+    assert [p["status"] for p in record["points"]] == ["failed", "ok", "ok"]
+
+    # again, in parallel: the finished points are reused, only the failed one runs
+    second = runs.sweep(nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
+                        parallel=2, lane=lambda p: p["LANE"])
+    assert [r["status"] for r in second] == ["failed", "reused", "reused"]
+    assert len(log.read_text().split("\n")) - 1 == 8  # 3 points x start/end, then point 1's again

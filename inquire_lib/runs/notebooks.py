@@ -487,21 +487,60 @@ def _finished_point(executed: Path, key: str) -> dict | None:
     return record
 
 
+def _execute_point(notebook: str, params: dict, executed: Path, key: str, kernel_name: str, cwd: str,
+                   timeout_s, runs_root: Path, name: str, progress_bar: bool) -> dict:
+    """Execute one sweep point with papermill; its marker (`<executed>.point.json`) is written last,
+    and only when the point finished. Module level, so a spawned worker process can run it."""
+    import papermill
+
+    marker = executed.with_name(executed.name + POINT_SUFFIX)
+    marker.unlink(missing_ok=True)  # our own record of an earlier run: the point is no longer finished
+    t0 = time.perf_counter()
+    record = {"parameters": params, "executed": str(executed), "status": "ok", "error": None, "key": key}
+    try:
+        with _runs_env(runs_root, name):
+            papermill.execute_notebook(notebook, str(executed), parameters=params, kernel_name=kernel_name,
+                                       cwd=cwd, progress_bar=progress_bar, execution_timeout=timeout_s,
+                                       store_widget_state=STORE_WIDGET_STATE,
+                                       kernel_manager_class=_ipc_kernel_manager())
+    except Exception as exc:
+        record.update(status="failed", error=_error_record(exc, executed))
+    record["duration_s"] = round(time.perf_counter() - t0, 3)
+    record["finished"] = _now()
+    if record["status"] == "ok":
+        write_json_atomic(marker, to_json(record))
+    return record
+
+
+def _lanes(grid: list[dict], todo: list[int], lane: Callable[[dict], object] | None) -> list[list[int]]:
+    """The points still to run, grouped into lanes (grid order kept within each), longest lane first so
+    the last lane to start is a short one. Without `lane` every point is a lane of its own."""
+    lanes: dict = {}
+    for i in todo:
+        lanes.setdefault(lane(grid[i]) if lane else i, []).append(i)
+    return sorted(lanes.values(), key=len, reverse=True)
+
+
 def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path | None = None,
           subdir: str = "sweeps", kernel_name: str = "python3", cwd: str | Path | None = None,
-          log: Callable[[str], None] | None = print, overrides: dict | None = None, resume: bool = True) -> list[dict]:
+          log: Callable[[str], None] | None = print, overrides: dict | None = None, resume: bool = True,
+          parallel: int = 1, lane: Callable[[dict], object] | None = None) -> list[dict]:
     """Execute one parametrised notebook once per point of `grid` with papermill, each into
     `<out_root>/<profile>/<run>/<subdir>/<stem>__k1-v1_k2-v2.ipynb`. Every point runs even if another
-    failed; returns one record per point {parameters, executed, duration_s, status, error, key}, status
-    "ok", "failed" or "reused". The run's `overrides` (checked) go to every point as OVERRIDES, kept
-    out of the file names.
+    failed; returns one record per point, in grid order, {parameters, executed, duration_s, status, error,
+    key}, status "ok", "failed" or "reused". The run's `overrides` (checked) go to every point as
+    OVERRIDES, kept out of the file names.
 
     Resuming: a finished point leaves `<executed>.point.json` (written last, atomically) with its
     `point_key`; with `resume`, a point whose record holds the same key is reused, not executed again
     (an interrupted sweep continues where it stopped). `<subdir>/sweep.json` lists every point of the
-    latest sweep with its status, rewritten after each point, so a failed or never-reached one is named."""
-    import papermill
+    latest sweep with its status ("running" while it runs, "not run" before), rewritten after each
+    point, so a failed or never-reached one is named.
 
+    Parallel: with `parallel` > 1, that many points run at once, each in a worker process of its own
+    (spawned, so no worker inherits a kernel's threads). `lane(point)` names the points that must run
+    one after another (a point that starts from another's checkpoint shares its lane); points of
+    different lanes may run side by side. Without `lane` the points are independent."""
     prof = apply_overrides(get_profile(profile), overrides)
     out_dir = run_dir(prof.name, out_root) / subdir
     name = run_name()
@@ -514,45 +553,81 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
         tag = "_".join(f"{k}-{v}" for k, v in sorted(point.items()))
         executed = out_dir / f"{Path(notebook).stem}__{tag}.ipynb"
         points.append((tag, params, executed, point_key(notebook, params, prof)))
-    results: list[dict] = []
+    results: list[dict | None] = [None] * len(points)
+    running: set[int] = set()
 
     def record_sweep(status: str) -> None:
-        pending = [{"parameters": params, "executed": str(executed), "status": "not run", "key": key}
-                   for _tag, params, executed, key in points[len(results):]]
+        listed = [results[i] or {"parameters": params, "executed": str(executed),
+                                 "status": "running" if i in running else "not run", "key": key}
+                  for i, (_tag, params, executed, key) in enumerate(points)]
+        done = [r for r in results if r is not None]
         write_json_atomic(out_dir / SWEEP_MANIFEST, {
             "notebook": str(notebook), "profile": prof.name, "run": name, "status": status, "updated": _now(),
-            "counts": {s: sum(r["status"] == s for r in results) for s in ("ok", "reused", "failed")},
-            "points": to_json(results + pending)})
+            "parallel": max(1, parallel),
+            "counts": {s: sum(r["status"] == s for r in done) for s in ("ok", "reused", "failed")},
+            "points": to_json(listed)})
 
-    record_sweep("running")
-    for tag, params, executed, key in points:
+    for i, (tag, params, executed, key) in enumerate(points):
         earlier = _finished_point(executed, key) if resume else None
         if earlier is not None:
-            record = {"parameters": params, "executed": str(executed), "status": "reused", "error": None, "key": key,
-                      "duration_s": earlier.get("duration_s", 0.0), "finished": earlier.get("finished")}
-            say(f"  sweep point {tag}: reused (finished {record['finished']}, same settings and code)")
-            results.append(record)
-            record_sweep("running")
-            continue
-        marker = executed.with_name(executed.name + POINT_SUFFIX)
-        marker.unlink(missing_ok=True)  # our own record of an earlier run: the point is no longer finished
-        t0 = time.perf_counter()
-        record = {"parameters": params, "executed": str(executed), "status": "ok", "error": None, "key": key}
-        try:
-            with _runs_env(root("runs", out_root), name):
-                papermill.execute_notebook(str(notebook), str(executed), parameters=params, kernel_name=kernel_name,
-                                           cwd=str(cwd or REPO_ROOT), progress_bar=not _in_ci(),
-                                           execution_timeout=prof.cell_timeout_s,
-                                           store_widget_state=STORE_WIDGET_STATE,
-                                           kernel_manager_class=_ipc_kernel_manager())
-        except Exception as exc:
-            record.update(status="failed", error=_error_record(exc, executed))
-        record["duration_s"] = round(time.perf_counter() - t0, 3)
-        record["finished"] = _now()
-        if record["status"] == "ok":
-            write_json_atomic(marker, to_json(record))
-        say(f"  sweep point {tag}: {record['status']} in {record['duration_s']:.1f} s")
-        results.append(record)
+            results[i] = {"parameters": params, "executed": str(executed), "status": "reused", "error": None,
+                          "key": key, "duration_s": earlier.get("duration_s", 0.0), "finished": earlier.get("finished")}
+            say(f"  sweep point {tag}: reused (finished {results[i]['finished']}, same settings and code)")
+    todo = [i for i, r in enumerate(results) if r is None]
+    record_sweep("running")
+
+    def job(i: int) -> tuple:
+        _tag, params, executed, key = points[i]
+        return (str(notebook), params, executed, key, kernel_name, str(cwd or REPO_ROOT), prof.cell_timeout_s,
+                root("runs", out_root), name, parallel <= 1 and not _in_ci())
+
+    def finish(i: int, record: dict) -> None:
+        running.discard(i)
+        results[i] = record
+        say(f"  sweep point {points[i][0]}: {record['status']} in {record['duration_s']:.1f} s")
         record_sweep("running")
+
+    def failed(i: int, exc: BaseException) -> dict:
+        _tag, params, executed, key = points[i]
+        return {"parameters": params, "executed": str(executed), "status": "failed", "key": key,
+                "error": _error_record(exc, executed), "duration_s": 0.0, "finished": _now()}
+
+    if parallel <= 1 or len(todo) <= 1:
+        for i in todo:
+            running.add(i)
+            finish(i, _execute_point(*job(i)))
+    else:
+        import multiprocessing
+        from collections import deque
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+        lanes = deque(deque(lane_points) for lane_points in _lanes(grid, todo, lane))
+        with ProcessPoolExecutor(parallel, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures: dict = {}
+
+            def submit(lane_points: deque) -> None:
+                i = lane_points.popleft()
+                running.add(i)
+                try:
+                    futures[pool.submit(_execute_point, *job(i))] = (i, lane_points)
+                except Exception as exc:  # the pool broke: a worker died; the point is named as failed
+                    finish(i, failed(i, exc))
+
+            while lanes and len(futures) < parallel:
+                submit(lanes.popleft())
+            record_sweep("running")
+            while futures:
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for future in done:
+                    i, lane_points = futures.pop(future)
+                    try:
+                        record = future.result()
+                    except Exception as exc:  # the worker itself died (e.g. killed for memory)
+                        record = failed(i, exc)
+                    finish(i, record)
+                    if lane_points:
+                        submit(lane_points)
+                    elif lanes:
+                        submit(lanes.popleft())
     record_sweep("finished")
     return results
