@@ -36,7 +36,17 @@ def trainer_parser(doc: str, steps: int, repeats: int, out: Path):
     ap.add_argument("--repeats", type=int, default=repeats, help="ours/bare pairs, interleaved")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 leaves a core to others)")
     ap.add_argument("--out", default=str(out))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                    help="override a profile field (repeatable), as `inquire run --set`")
     return ap
+
+
+def bench_profile(name: str, overrides=(), threads: int = 1):
+    """The profile a trainer benchmark measures: `name` with `--set` overrides applied and recorded, and
+    `threads` torch threads."""
+    from inquire_lib.profiles import apply_overrides, get_profile, parse_overrides
+
+    return apply_overrides(get_profile(name), parse_overrides(overrides)).replace(torch_threads=threads)
 
 
 def finish(result: dict, profile, out: Path | None) -> dict:

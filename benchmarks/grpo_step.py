@@ -6,7 +6,10 @@ functions (`rewards.build_reward_funcs`) and settings, in the same process, inte
 bare, ours, bare, ...). Seconds per step = train_runtime / max_steps, train_runtime as the trainer
 reports it; the median time of a step (first step excluded) is reported too.
 
-    python benchmarks/grpo_step.py [--profile smoke] [--steps 8] [--repeats 3] [--threads 1]
+    python benchmarks/grpo_step.py [--profile smoke] [--steps 8] [--repeats 3] [--threads 1] [--set KEY=VALUE ...]
+
+Both sum the profile's `reward_funcs` with its `reward_weights`; `--set` measures other settings (e.g. the
+ones a GRPO stage is run with).
 
 Writes benchmarks/results/grpo_step.json. Checkpoints go to a temporary INQUIRE_ARTIFACTS.
 """
@@ -17,19 +20,19 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import RESULTS, bare_model, finish, private_artifacts, step_timer, train_runtime, trainer_parser
+from _common import (RESULTS, bare_model, bench_profile, finish, private_artifacts, step_timer, train_runtime,
+                     trainer_parser)
 
 OUT = RESULTS / "grpo_step.json"
 REQUIRED_RATIO = 1.05  # ours / bare seconds per step
-REWARDS = ("format", "action", "inquiry")
 
 
 def run_ours(profile, start: str, records, steps: int, name: str) -> dict:
     from inquire_lib.training.grpo import grpo
 
     timer = step_timer()
-    res = grpo(profile, start=start, name=name, max_steps=steps, train=records, reward_names=REWARDS,
-               callbacks=[timer])
+    res = grpo(profile, start=start, name=name, max_steps=steps, train=records,
+               reward_names=tuple(profile.reward_funcs), callbacks=[timer])
     return {"log_history": res.log_history, "step_times": timer.times}
 
 
@@ -45,8 +48,9 @@ def run_bare(profile, base: str, start: str, records, steps: int, out_dir: Path)
     model, processor, adapter = bare_model(profile, start, base)
     processor.tokenizer.padding_side = "left"
     timer = step_timer()
-    trainer = GRPOTrainer(model=model, args=grpo_config(profile, out_dir, REWARDS, steps), train_dataset=records,
-                          processing_class=processor, reward_funcs=build_reward_funcs(REWARDS, profile),
+    rewards = tuple(profile.reward_funcs)
+    trainer = GRPOTrainer(model=model, args=grpo_config(profile, out_dir, rewards, steps), train_dataset=records,
+                          processing_class=processor, reward_funcs=build_reward_funcs(rewards, profile),
                           peft_config=lora_config(profile) if profile.lora and not adapter else None,
                           callbacks=[timer])
     trainer.train()
@@ -69,16 +73,15 @@ def summarise(who: str, out: dict, steps: int) -> dict:
 
 
 def run(profile_name: str = "smoke", steps: int = 8, repeats: int = 3, threads: int = 1,
-        out: Path | None = OUT) -> dict:
+        out: Path | None = OUT, overrides=()) -> dict:
     with private_artifacts("inquire-bench-grpo-") as artifacts:
         import torch
 
         from inquire_lib.data.benchmark import benchmark
-        from inquire_lib.profiles import get_profile
         from inquire_lib.training.models import base_of
         from inquire_lib.training.sft import sft, training_records
 
-        profile = get_profile(profile_name).replace(torch_threads=threads)
+        profile = bench_profile(profile_name, overrides, threads)
         torch.set_num_threads(threads)
         t0 = time.perf_counter()
         start = sft(profile, name="bench_sft_start", max_steps=2).path
@@ -103,7 +106,9 @@ def run(profile_name: str = "smoke", steps: int = 8, repeats: int = 3, threads: 
             "benchmark": "grpo_step", "profile": profile.name, "model": profile.model, "lora": profile.lora,
             "load_in_4bit": profile.load_in_4bit, "steps": steps, "repeats": repeats, "torch_threads": threads,
             "prompts_per_step": profile.grpo_prompts_per_step, "num_generations": profile.num_generations,
-            "max_completion_length": profile.max_completion_length, "beta": profile.beta, "rewards": list(REWARDS),
+            "max_completion_length": profile.max_completion_length, "beta": profile.beta, "rewards": list(profile.reward_funcs),
+            "reward_weights": {k: profile.reward_weights.get(k, 1.0) for k in profile.reward_funcs},
+            "overrides": dict(profile.overrides),
             "top_entropy_quantile": profile.top_entropy_quantile, "num_iterations": profile.grpo_iterations,
             "n_train_records": len(records), "start": "sft output, 2 steps", "start_seconds": round(start_s, 2),
             "runs": runs,
@@ -119,7 +124,7 @@ def run(profile_name: str = "smoke", steps: int = 8, repeats: int = 3, threads: 
 def main(argv=None) -> None:
     ap = trainer_parser(__doc__, steps=8, repeats=3, out=OUT)
     a = ap.parse_args(argv)
-    r = run(a.profile, a.steps, a.repeats, a.threads, Path(a.out))
+    r = run(a.profile, a.steps, a.repeats, a.threads, Path(a.out), a.overrides)
     print(f"GRPO seconds/step: ours {r['ours_seconds_per_step']:.3f}, bare TRL {r['bare_seconds_per_step']:.3f}, "
           f"ratio ours/bare {r['ratio']:.3f} (required <= {REQUIRED_RATIO}: "
           f"{'ok' if r['meets_requirement'] else 'NOT MET'}); by median step {r['median_step_ratio']:.3f}, "

@@ -18,7 +18,8 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import RESULTS, bare_model, finish, private_artifacts, step_timer, train_runtime, trainer_parser
+from _common import (RESULTS, bare_model, bench_profile, finish, private_artifacts, step_timer, train_runtime,
+                     trainer_parser)
 
 OUT = RESULTS / "sft_throughput.json"
 REQUIRED_RATIO = 0.95  # ours / bare examples per second
@@ -91,15 +92,14 @@ def eval_throughput(profile, start: str, n: int, repeats: int) -> dict:
 
 
 def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads: int = 1, eval_records: int = 32,
-        out: Path | None = OUT) -> dict:
+        out: Path | None = OUT, overrides=()) -> dict:
     with private_artifacts("inquire-bench-sft-") as artifacts:
         import torch
 
         from inquire_lib.data.benchmark import benchmark
-        from inquire_lib.profiles import get_profile
         from inquire_lib.training.sft import base_agent, training_records
 
-        profile = get_profile(profile_name).replace(torch_threads=threads)
+        profile = bench_profile(profile_name, overrides, threads)
         torch.set_num_threads(threads)
         t0 = time.perf_counter()
         start = base_agent(profile)
@@ -128,6 +128,7 @@ def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads:
         result = {
             "benchmark": "sft_throughput", "profile": profile.name, "model": profile.model,
             "lora": profile.lora, "load_in_4bit": profile.load_in_4bit, "steps": steps, "batch": profile.sft_batch,
+            "overrides": dict(profile.overrides),
             "repeats": repeats, "torch_threads": threads, "n_train_records": len(records), "start": start,
             "base_agent_seconds": round(base_s, 2),
             "runs": runs,
@@ -144,7 +145,7 @@ def main(argv=None) -> None:
     ap = trainer_parser(__doc__, steps=20, repeats=4, out=OUT)
     ap.add_argument("--eval-records", type=int, default=32)
     a = ap.parse_args(argv)
-    r = run(a.profile, a.steps, a.repeats, a.threads, a.eval_records, Path(a.out))
+    r = run(a.profile, a.steps, a.repeats, a.threads, a.eval_records, Path(a.out), a.overrides)
     print(f"SFT examples/s: ours {r['ours_examples_per_s']:.2f}, bare TRL {r['bare_examples_per_s']:.2f}, "
           f"ratio ours/bare {r['ratio']:.3f} (required >= {REQUIRED_RATIO}: "
           f"{'ok' if r['meets_requirement'] else 'NOT MET'}); by median step {r['step_time_ratio']:.3f}, "

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from inquire_lib.profiles import get_profile
+from inquire_lib.profiles import apply_overrides, get_profile
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 RESULTS = sorted((BENCH / "results").glob("*.json"))
@@ -54,7 +54,8 @@ def test_trainer_benchmarks_match_their_profile(name, fields):
     """The settings a trainer benchmark reports are its stamped profile's, and still the profile's today."""
     result = load(name)
     settings = result["manifest"]["settings"]
-    profile = get_profile(result["profile"]).replace(torch_threads=result["torch_threads"])
+    profile = apply_overrides(get_profile(result["profile"]), result.get("overrides") or {}).replace(
+        torch_threads=result["torch_threads"])
     assert result["profile"] == result["manifest"]["profile"]
     for reported, field in fields.items():
         assert result[reported] == settings[field] == getattr(profile, field), (reported, field)
@@ -101,7 +102,7 @@ def test_cpu_efficiency_recomputes_its_ratios_and_measured_what_it_names():
 def test_a_benchmark_writes_neither_checkpoints_nor_tracker_logs_into_the_users_folders(monkeypatch, tmp_path):
     from _common import private_artifacts
 
-    from inquire_lib.profiles import get_profile as profile_of
+    from inquire_lib.profiles import apply_overrides, get_profile as profile_of
     from inquire_lib.runs import paths, tracking
 
     monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path / "runs"))
@@ -114,3 +115,15 @@ def test_a_benchmark_writes_neither_checkpoints_nor_tracker_logs_into_the_users_
     assert all(not p.exists() for p in scratch)
     assert paths.root("runs") == tmp_path / "runs" and paths.root("artifacts") == tmp_path / "artifacts"
     assert not (tmp_path / "runs").exists() and not (tmp_path / "artifacts").exists()
+
+
+def test_a_trainer_benchmark_measures_the_profile_with_its_overrides():
+    from _common import bench_profile
+
+    prof = bench_profile("cpu", ["reward_funcs=format,action,inquiry,consistency", "grpo_inquiry_share=0.5"], threads=1)
+    assert tuple(prof.reward_funcs) == ("format", "action", "inquiry", "consistency")
+    assert prof.grpo_inquiry_share == 0.5 and prof.torch_threads == 1
+    assert dict(prof.overrides) == {"reward_funcs": ("format", "action", "inquiry", "consistency"),
+                                    "grpo_inquiry_share": 0.5}
+    with pytest.raises(Exception, match="grpo_lrr"):
+        bench_profile("cpu", ["grpo_lrr=1"])
