@@ -63,8 +63,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("chain_grpo", "chain", "chain_task", "SFT + action-level GRPO"),
     Variant("chain_task", "chain", "chain_task", "SFT + action-level GRPO + task-level GRPO (the full recipe)"),
 )}
-# the order points must run in: a chain or DAgger point starts from an earlier point of its seed
-RUN_ORDER = tuple(VARIANTS)
+# the order points run in: a DAgger or chain point starts from `chain_sft` of its seed (`_earlier`), so
+# chain_sft comes first and is trained once
+RUN_ORDER = tuple(v for v in VARIANTS if VARIANTS[v].group in ("sft", "grpo")) + (
+    "chain_sft", "dagger_off", "dagger_on", "chain_grpo", "chain_task")
 # the rates compared, step level and task level
 STEP_KEYS = ("step_accuracy", "inquiry_recall", "needless_rate", "safe_step_accuracy")
 TASK_KEYS = ("success_rate", "isr", "needless_rate", "unsafe_rate")

@@ -109,3 +109,13 @@ def test_chain_and_dagger_points_of_one_seed_share_a_sweep_lane():
     # every other point starts from a checkpoint made before the sweep: a lane of its own
     others = [lane(v, s) for v in ("sft_baseline", "sft_no_think", "grpo_shaped", "grpo_papers_reward") for s in (0, 1)]
     assert len(set(others)) == 8 and not chain & set(others)
+
+
+def test_chain_sft_runs_before_the_points_that_start_from_it():
+    from inquire_lib import ablations
+
+    order = list(ablations.RUN_ORDER)
+    assert sorted(order) == sorted(ablations.VARIANTS)
+    later = [v for v in order if ablations.VARIANTS[v].group in ("dagger", "chain") and v != "chain_sft"]
+    assert later and all(order.index("chain_sft") < order.index(v) for v in later)
+    assert order.index("chain_grpo") < order.index("chain_task")

@@ -267,6 +267,7 @@ def test_07_ablations_metrics(smoke_run):
         assert row["lo"] <= row["effect"] <= row["hi"] and row["reference"] == ablations.VARIANTS[row["variant"]].reference
     sweep = json.loads((smoke_run["run"] / "ablations" / "sweep.json").read_text())
     assert sweep["status"] == "finished" and len(sweep["points"]) == len(m["points"])
+    assert sweep["parallel"] == SMOKE.parallel_runs == 2  # the smoke sweep runs two points at a time
     for v in m["variants"]:  # every point left both kinds of metrics
         assert (smoke_run["run"] / "metrics" / f"step_abl_{v}_s0.json").exists()
         assert (smoke_run["run"] / "metrics" / f"task_abl_{v}_s0.json").exists()
