@@ -213,10 +213,11 @@ class Profile:
     missed_penalty: float = 0.5
     needless_penalty: float = 0.5
     # the action-level rewards GRPO sums (`agent.rewards.REWARDS`), and the weight of each by name.
-    # "consistency" (-1 where the tool call contradicts the reasoning's inquiry check) is off by default
+    # "consistency" (-1 where the tool call contradicts the reasoning's inquiry check) and "reasoned_ask" (-1 for
+    # an ask after "not needed" only) are off by default
     reward_funcs: tuple[str, ...] = ("format", "action", "inquiry")
     reward_weights: dict[str, float] = field(
-        default_factory=lambda: {"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 1.0})
+        default_factory=lambda: {"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 1.0, "reasoned_ask": 1.0})
     # --- stage 3: task-level GRPO ---
     task_grpo_steps: int = 20
     task_num_generations: int = 4

@@ -11,7 +11,7 @@ from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.profiles import get_profile
 from inquire_lib.agent.rewards import (
     REWARDS, action_reward, action_reward_components, build_reward_funcs, completion_text,
-    consistency_reward, format_reward, make_format_reward, make_inquiry_reward, token_f1,
+    consistency_reward, format_reward, reasoned_ask_reward, make_format_reward, make_inquiry_reward, token_f1,
 )
 
 THINK = "Pay button visible. Inquiry check: not needed, because the amount was given."
@@ -267,6 +267,19 @@ def test_consistency_reward_penalises_an_action_that_contradicts_the_reasoning()
     assert consistency_reward([comp(ASK, THINK)], inquiry_required=[True]) == [-1.0]
 
 
+def test_reasoned_ask_reward_penalises_only_an_ask_the_reasoning_argued_against():
+    logged = []
+    texts = [comp(ASK, NEEDED), comp(click(1, 1), THINK),      # consistent: 0
+             comp(ASK, THINK),                                  # asks after "not needed": -1
+             comp(click(1, 1), NEEDED),                         # acts after "needed": 0 (the inquiry reward judges it)
+             comp(ASK, "Asking."), comp(ASK, think=None),      # no check: 0
+             "<think>" + THINK + "</think>" + call({"action": "teleport"}), None]  # no action: 0
+    assert reasoned_ask_reward(texts, log_metric=lambda n, v: logged.append((n, v))) == [
+        0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert logged == [("rewards/reasoned_ask/unreasoned", 1 / 8)]
+    assert build_reward_funcs(["reasoned_ask"])[0].__name__ == "reasoned_ask"
+
+
 # ---------------------------------------------------------------- adversarial, all rewards
 
 def test_code_in_any_field_is_never_run(tmp_path):
@@ -341,7 +354,7 @@ def test_completion_text():
 # ---------------------------------------------------------------- registry and TRL call
 
 def test_registry_and_build_from_profile():
-    assert sorted(REWARDS) == ["action", "consistency", "format", "inquiry"]
+    assert sorted(REWARDS) == ["action", "consistency", "format", "inquiry", "reasoned_ask"]
     funcs = build_reward_funcs(["format", "action", "inquiry"], get_profile("cpu"))
     assert [f.__name__ for f in funcs] == ["format", "action", "inquiry"]
     no_think = get_profile("cpu", use_think=False, missed_penalty=1.0, needless_penalty=0.0)

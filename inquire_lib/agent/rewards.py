@@ -12,6 +12,8 @@ unreadable answer scores.
   where acting was right; both 0 gives the papers' reward.
 - consistency: -1 where the tool call contradicts the reasoning's own inquiry check (asks after
   "Inquiry check: not needed", or acts after "needed"), else 0; off by default.
+- reasoned_ask: -1 for an ask after "Inquiry check: not needed", else 0: consistency's one-sided half,
+  which leaves a "needed" followed by an action to the inquiry reward; off by default.
 
 Task-level (episode) rewards register in REWARDS the same way, as factories of a profile.
 """
@@ -355,6 +357,23 @@ def consistency_reward(completions, **kwargs) -> list[float]:
     return [v + 0.0 for v in out]
 
 
+def reasoned_ask_reward(completions, **kwargs) -> list[float]:
+    """-1.0 for a `call_user` after the reasoning's "Inquiry check: not needed", else 0.0; a completion
+    without a readable action or without the check scores 0.0. The one-sided half of `consistency`:
+    `consistency` also punishes "needed" followed by an action, the common sample early in GRPO, which
+    taught all three seeds of the weak inquirer to stop writing "needed" and to stop asking (sampled ask
+    rate where due 0.05-0.08 over steps 1-50, 0.004-0.02 over 51-75, at weight 5). Here "needed" is never
+    punished, so an ask pays most after a reasoning that called for it. Logs the share as
+    "rewards/reasoned_ask/unreasoned"."""
+    out = []
+    for c in _as_list(completions):
+        p = parse_completion(completion_text(c), require_think=False)  # never raises
+        unreasoned = p.action is not None and p.action.type == "call_user" and inquiry_check(p.think) is False
+        out.append(-1.0 if unreasoned else 0.0)
+    _log(kwargs.get("log_metric"), "rewards/reasoned_ask/unreasoned", [-v for v in out])
+    return out
+
+
 # ---------------------------------------------------------------- registry
 
 def _format_factory(profile: Profile) -> NamedReward:
@@ -373,12 +392,17 @@ def _consistency_factory(profile: Profile) -> NamedReward:
     return NamedReward("consistency", consistency_reward)
 
 
+def _reasoned_ask_factory(profile: Profile) -> NamedReward:
+    return NamedReward("reasoned_ask", reasoned_ask_reward)
+
+
 # name -> factory(profile) -> reward callable named `name`
 REWARDS: dict = {
     "format": _format_factory,
     "action": _action_factory,
     "inquiry": _inquiry_factory,
     "consistency": _consistency_factory,
+    "reasoned_ask": _reasoned_ask_factory,
 }
 
 
