@@ -116,3 +116,58 @@ def test_a_parallel_sweep_keeps_each_lane_in_order_and_runs_lanes_side_by_side(t
                         parallel=2, lane=lambda p: p["LANE"])
     assert [r["status"] for r in second] == ["failed", "reused", "reused"]
     assert len(log.read_text().split("\n")) - 1 == 8  # 3 points x start/end, then point 1's again
+
+
+_KILLED_SWEEP = """
+import sys
+from pathlib import Path
+from inquire_lib.runs import notebooks as runs
+
+if __name__ == "__main__":
+    tmp = Path(sys.argv[1])
+    runs.sweep(tmp / "point.ipynb", [{"X": 1}, {"X": 2}], "smoke", out_root=tmp / "runs", subdir="abl", log=None,
+               cwd=tmp, parallel=2)
+"""
+
+
+def test_killing_a_parallel_sweep_stops_the_points_in_flight(tmp_path):
+    """A sweep killed (SIGTERM) takes its workers and their kernels with it: no point runs on unseen."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    nb, log = tmp_path / "point.ipynb", tmp_path / "executions.txt"
+    nbf = nbformat.v4.new_notebook()
+    nbf.cells = [nbformat.v4.new_code_cell("PROFILE = 'smoke'\nX = 0", metadata={"tags": ["parameters"]}),
+                 nbformat.v4.new_code_cell(f"import os, time\nwith open({str(log)!r}, 'a') as f:\n"
+                                           "    f.write(f'{X} {os.getpid()}\\n')\ntime.sleep(120)")]
+    nbf.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nbf, nb)
+    script = tmp_path / "sweep.py"
+    script.write_text(_KILLED_SWEEP)
+    proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)])
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and len(log.read_text().split("\n") if log.exists() else []) < 3:
+            time.sleep(0.5)
+        kernels = [int(line.split()[1]) for line in log.read_text().split("\n") if line]
+        assert len(kernels) == 2  # both points are in flight, each in a kernel of its own
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+    def alive(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        with open(f"/proc/{pid}/stat") as f:  # a zombie waiting for its reaper has stopped running
+            return f.read().split(")")[-1].split()[0] != "Z"
+
+    deadline = time.time() + 20
+    while time.time() < deadline and any(alive(pid) for pid in kernels):
+        time.sleep(0.5)
+    assert not any(alive(pid) for pid in kernels)
+    assert not (tmp_path / "runs" / "smoke" / "default" / "abl" / ("point__X-1.ipynb" + runs.POINT_SUFFIX)).exists()

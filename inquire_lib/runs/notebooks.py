@@ -512,6 +512,20 @@ def _execute_point(notebook: str, params: dict, executed: Path, key: str, kernel
     return record
 
 
+def _exit_with_parent(parent: int) -> None:
+    """Sweep worker initializer: the worker ends when the sweep that started it is gone (killed, say), as a
+    kernel does when its parent goes; without it the points in flight would run on unseen and a rerun
+    could train the same point twice at once."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 def _lanes(grid: list[dict], todo: list[int], lane: Callable[[dict], object] | None) -> list[list[int]]:
     """The points still to run, grouped into lanes (grid order kept within each), longest lane first so
     the last lane to start is a short one. Without `lane` every point is a lane of its own."""
@@ -602,7 +616,8 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         lanes = deque(deque(lane_points) for lane_points in _lanes(grid, todo, lane))
-        with ProcessPoolExecutor(parallel, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with ProcessPoolExecutor(parallel, mp_context=multiprocessing.get_context("spawn"),
+                                 initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
             futures: dict = {}
 
             def submit(lane_points: deque) -> None:
