@@ -69,12 +69,17 @@ def test_a_changed_point_key_is_not_reused(tmp_path):
     assert key != runs.point_key(nb, {"X": 1}, prof)
 
 
-def _timed_point_notebook(path, log):
+def _timed_point_notebook(path, log, manifest=None, seen=None):
     nb = nbformat.v4.new_notebook()
+    # each point notes the status the sweep's manifest gives it while it runs
+    look = ("import json\n"
+            f"points = json.load(open({str(manifest)!r}))['points']\n"
+            f"with open({str(seen)!r}, 'a') as f:\n"
+            "    f.write(f\"{X} {[p['status'] for p in points if p['parameters']['X'] == X][0]}\\n\")\n") if manifest else ""
     nb.cells = [nbformat.v4.new_code_cell("PROFILE = 'smoke'\nX = 0\nLANE = 'a'\nFAIL = False",
                                           metadata={"tags": ["parameters"]}),
                 nbformat.v4.new_code_cell(
-                    "import time\n"
+                    look + "import time\n"
                     f"with open({str(log)!r}, 'a') as f:\n    f.write(f'start {{X}} {{time.time()}}\\n')\n"
                     "time.sleep(4)\n"
                     f"with open({str(log)!r}, 'a') as f:\n    f.write(f'end {{X}} {{time.time()}}\\n')\n"
@@ -93,9 +98,9 @@ def _spans(log) -> dict[int, tuple[float, float]]:
 
 
 def test_a_parallel_sweep_keeps_each_lane_in_order_and_runs_lanes_side_by_side(tmp_path):
-    nb, log = tmp_path / "point.ipynb", tmp_path / "executions.txt"
-    _timed_point_notebook(nb, log)
+    nb, log, seen = tmp_path / "point.ipynb", tmp_path / "executions.txt", tmp_path / "seen.txt"
     out = tmp_path / "runs"
+    _timed_point_notebook(nb, log, out / "smoke" / "default" / "abl" / runs.SWEEP_MANIFEST, seen)
     # lane a: 1 (fails) then 2; lane b: 3 alone
     grid = [{"X": 1, "LANE": "a", "FAIL": True}, {"X": 2, "LANE": "a"}, {"X": 3, "LANE": "b"}]
     first = runs.sweep(nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
@@ -110,6 +115,8 @@ def test_a_parallel_sweep_keeps_each_lane_in_order_and_runs_lanes_side_by_side(t
     assert record["status"] == "finished" and record["parallel"] == 2
     assert record["counts"] == {"ok": 2, "reused": 0, "failed": 1}
     assert [p["status"] for p in record["points"]] == ["failed", "ok", "ok"]
+    # while a point ran, the manifest named it running (point 2 too, which started when point 1 ended)
+    assert sorted(seen.read_text().split("\n")[:-1]) == ["1 running", "2 running", "3 running"]
 
     # again, in parallel: the finished points are reused, only the failed one runs
     second = runs.sweep(nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,

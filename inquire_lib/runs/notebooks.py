@@ -644,5 +644,6 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
                         submit(lane_points)
                     elif lanes:
                         submit(lanes.popleft())
+                    record_sweep("running")  # the point just started shows as running
     record_sweep("finished")
     return results
