@@ -12,13 +12,17 @@ from inquire_lib.runs import notebooks as runs
 pytestmark = pytest.mark.slow
 
 
-def _point_notebook(path, log):
+def _write_notebook(path, parameters: str, body: str) -> None:
+    """A two-cell notebook: the papermill `parameters` cell, then `body`."""
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("PROFILE = 'smoke'\nX = 0\nFAIL = False", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell(f"with open({str(log)!r}, 'a') as f:\n    f.write(f'{{X}}\\n')\n"
-                                          "assert not FAIL, 'asked to fail'")]
+    nb.cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}), nbformat.v4.new_code_cell(body)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
+
+
+def _point_notebook(path, log):
+    _write_notebook(path, "PROFILE = 'smoke'\nX = 0\nFAIL = False",
+                    f"with open({str(log)!r}, 'a') as f:\n    f.write(f'{{X}}\\n')\nassert not FAIL, 'asked to fail'")
 
 
 def _runs(log):
@@ -70,22 +74,17 @@ def test_a_changed_point_key_is_not_reused(tmp_path):
 
 
 def _timed_point_notebook(path, log, manifest=None, seen=None):
-    nb = nbformat.v4.new_notebook()
     # each point notes the status the sweep's manifest gives it while it runs
     look = ("import json\n"
             f"points = json.load(open({str(manifest)!r}))['points']\n"
             f"with open({str(seen)!r}, 'a') as f:\n"
             "    f.write(f\"{X} {[p['status'] for p in points if p['parameters']['X'] == X][0]}\\n\")\n") if manifest else ""
-    nb.cells = [nbformat.v4.new_code_cell("PROFILE = 'smoke'\nX = 0\nLANE = 'a'\nFAIL = False",
-                                          metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell(
+    _write_notebook(path, "PROFILE = 'smoke'\nX = 0\nLANE = 'a'\nFAIL = False",
                     look + "import time\n"
                     f"with open({str(log)!r}, 'a') as f:\n    f.write(f'start {{X}} {{time.time()}}\\n')\n"
                     "time.sleep(4)\n"
                     f"with open({str(log)!r}, 'a') as f:\n    f.write(f'end {{X}} {{time.time()}}\\n')\n"
-                    "assert not FAIL, 'asked to fail'")]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
+                    "assert not FAIL, 'asked to fail'")
 
 
 def _spans(log) -> dict[int, tuple[float, float]]:
@@ -146,12 +145,8 @@ def test_killing_a_parallel_sweep_stops_the_points_in_flight(tmp_path):
     import time
 
     nb, log = tmp_path / "point.ipynb", tmp_path / "executions.txt"
-    nbf = nbformat.v4.new_notebook()
-    nbf.cells = [nbformat.v4.new_code_cell("PROFILE = 'smoke'\nX = 0", metadata={"tags": ["parameters"]}),
-                 nbformat.v4.new_code_cell(f"import os, time\nwith open({str(log)!r}, 'a') as f:\n"
-                                           "    f.write(f'{X} {os.getpid()}\\n')\ntime.sleep(120)")]
-    nbf.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nbf, nb)
+    _write_notebook(nb, "PROFILE = 'smoke'\nX = 0", f"import os, time\nwith open({str(log)!r}, 'a') as f:\n"
+                    "    f.write(f'{X} {os.getpid()}\\n')\ntime.sleep(120)")
     script = tmp_path / "sweep.py"
     script.write_text(_KILLED_SWEEP)
     proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)])
