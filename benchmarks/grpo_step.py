@@ -31,8 +31,7 @@ def run_ours(profile, start: str, records, steps: int, name: str) -> dict:
     from inquire_lib.training.grpo import grpo
 
     timer = step_timer()
-    res = grpo(profile, start=start, name=name, max_steps=steps, train=records,
-               reward_names=tuple(profile.reward_funcs), callbacks=[timer])
+    res = grpo(profile, start=start, name=name, max_steps=steps, train=records, callbacks=[timer])  # profile's rewards
     return {"log_history": res.log_history, "step_times": timer.times}
 
 

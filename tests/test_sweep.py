@@ -173,3 +173,12 @@ def test_killing_a_parallel_sweep_stops_the_points_in_flight(tmp_path):
         time.sleep(0.5)
     assert not any(alive(pid) for pid in kernels)
     assert not (tmp_path / "runs" / "smoke" / "default" / "abl" / ("point__X-1.ipynb" + runs.POINT_SUFFIX)).exists()
+
+
+def test_a_sequential_sweep_names_its_point_running_while_it_runs(tmp_path):
+    nb, log, seen = tmp_path / "point.ipynb", tmp_path / "executions.txt", tmp_path / "seen.txt"
+    out = tmp_path / "runs"
+    _timed_point_notebook(nb, log, out / "smoke" / "default" / "abl" / runs.SWEEP_MANIFEST, seen)
+    result = runs.sweep(nb, [{"X": 1}, {"X": 2}], "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path)
+    assert [r["status"] for r in result] == ["ok", "ok"]
+    assert seen.read_text().split("\n")[:-1] == ["1 running", "2 running"]

@@ -338,6 +338,17 @@ def make_inquiry_reward(missed_penalty: float = _DEFAULTS.missed_penalty,
 
 # ---------------------------------------------------------------- consistency
 
+def _decisions(completions) -> list[tuple[bool, bool] | None]:
+    """(the tool call asks, the reasoning's inquiry check says "needed") per completion; None where the
+    completion has no readable action or no check."""
+    out = []
+    for c in _as_list(completions):
+        p = parse_completion(completion_text(c), require_think=False)  # never raises
+        verdict = inquiry_check(p.think)
+        out.append(None if p.action is None or verdict is None else (p.action.type == "call_user", verdict))
+    return out
+
+
 def consistency_reward(completions, **kwargs) -> list[float]:
     """-1.0 where the tool call contradicts the reasoning's inquiry check (a `call_user` after
     "Inquiry check: not needed", any other action after "needed"), else 0.0; a completion without
@@ -345,14 +356,7 @@ def consistency_reward(completions, **kwargs) -> list[float]:
     weak inquirer otherwise learns to ask in the tool call while the reasoning still says "not
     needed": the reasoning stops deciding. Logs the contradicting share as
     "rewards/consistency/contradicted"."""
-    out = []
-    for c in _as_list(completions):
-        p = parse_completion(completion_text(c), require_think=False)  # never raises
-        verdict = inquiry_check(p.think)
-        if p.action is None or verdict is None:
-            out.append(0.0)
-            continue
-        out.append(-1.0 if (p.action.type == "call_user") != verdict else 0.0)
+    out = [-1.0 if d is not None and d[0] != d[1] else 0.0 for d in _decisions(completions)]
     _log(kwargs.get("log_metric"), "rewards/consistency/contradicted", [-v for v in out])
     return [v + 0.0 for v in out]
 
@@ -365,11 +369,7 @@ def reasoned_ask_reward(completions, **kwargs) -> list[float]:
     rate where due 0.05-0.08 over steps 1-50, 0.004-0.02 over 51-75, at weight 5). Here "needed" is never
     punished, so an ask pays most after a reasoning that called for it. Logs the share as
     "rewards/reasoned_ask/unreasoned"."""
-    out = []
-    for c in _as_list(completions):
-        p = parse_completion(completion_text(c), require_think=False)  # never raises
-        unreasoned = p.action is not None and p.action.type == "call_user" and inquiry_check(p.think) is False
-        out.append(-1.0 if unreasoned else 0.0)
+    out = [-1.0 if d is not None and d[0] and not d[1] else 0.0 for d in _decisions(completions)]
     _log(kwargs.get("log_metric"), "rewards/reasoned_ask/unreasoned", [-v for v in out])
     return out
 

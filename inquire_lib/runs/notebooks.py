@@ -595,6 +595,10 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
         return (str(notebook), params, executed, key, kernel_name, str(cwd or REPO_ROOT), prof.cell_timeout_s,
                 root("runs", out_root), name, parallel <= 1 and not _in_ci())
 
+    def start(i: int) -> None:
+        running.add(i)
+        record_sweep("running")  # the manifest names the point running as soon as it is taken
+
     def finish(i: int, record: dict) -> None:
         running.discard(i)
         results[i] = record
@@ -608,7 +612,7 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
 
     if parallel <= 1 or len(todo) <= 1:
         for i in todo:
-            running.add(i)
+            start(i)
             finish(i, _execute_point(*job(i)))
     else:
         import multiprocessing
@@ -622,7 +626,7 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
 
             def submit(lane_points: deque) -> None:
                 i = lane_points.popleft()
-                running.add(i)
+                start(i)
                 try:
                     futures[pool.submit(_execute_point, *job(i))] = (i, lane_points)
                 except Exception as exc:  # the pool broke: a worker died; the point is named as failed
@@ -630,7 +634,6 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
 
             while lanes and len(futures) < parallel:
                 submit(lanes.popleft())
-            record_sweep("running")
             while futures:
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -644,6 +647,5 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
                         submit(lane_points)
                     elif lanes:
                         submit(lanes.popleft())
-                    record_sweep("running")  # the point just started shows as running
     record_sweep("finished")
     return results
