@@ -80,7 +80,7 @@ class Profile:
     use_think: bool = True  # pre-action reasoning before the tool call (ablation switch)
     use_prev_screenshot: bool = True
     # the task after the element list instead of first: next to where the answer starts (stage 0 at
-    # 400 steps ignored a task stated first; see the README)
+    # 400 steps ignored a task stated first; see docs/base_agent.md)
     task_last: bool = False
     # --- LoRA ---
     lora: bool = True
@@ -112,7 +112,7 @@ class Profile:
     # the expert with mistakes at a random step (another app, a click that opens a detour); the steps
     # after them (Back from the detour with its reason, then the path with the mistakes in the history) join
     # stage 0's data. Without them no training example shows a detour, and every policy ends the task there.
-    # Measured continuing the curriculum agent 400 steps with 2,000 (README): Back first on 36 of 38 detours
+    # Measured continuing the curriculum agent 400 steps with 2,000 (docs/base_agent.md): Back first on 36 of 38 detours
     # (0 of 34 before), but after a Back the same mistake 110 times of 163, so 4 of 38 then succeed
     recovery_drill_tasks: int = 0
     # at most this many mistakes in a row at the drill's step (each undone by Back): with one, a policy
@@ -126,13 +126,13 @@ class Profile:
     copy_warmup_gap: int = 200
     copy_warmup_lr: float = 1e-3
     # ... after a seed part of strings of the first `copy_warmup_seed_vocab` ordinary tokens with gaps of up
-    # to `copy_warmup_seed_gap`, where the circuit forms quickly (README: "The agents cannot copy at all")
+    # to `copy_warmup_seed_gap`, where the circuit forms quickly (docs/base_agent.md: "The agents cannot copy at all")
     copy_warmup_seed_steps: int = 4000
     copy_warmup_seed_vocab: int = 64
     copy_warmup_seed_gap: int = 24
     # the share of stage 0's rows that are copy rows (`training.warmup.copy_records`: a marked string of
     # random tokens in the prompt, copied as the answer), so stage 0 keeps paying for the warm-up's copier.
-    # Measured (README): a quarter of 1,200 steps from the warmed model keeps 0.55 of strings of 10 copied
+    # Measured (docs/base_agent.md): a quarter of 1,200 steps from the warmed model keeps 0.55 of strings of 10 copied
     # (0.19 without), yet the held-out `type` values' later tokens are right 88/178 (100/178 without)
     copy_mix_fraction: float = 0.0
     # --- stage 1: SFT ---
@@ -146,11 +146,11 @@ class Profile:
     # the benchmark's training split, whose values stage 0 has already seen several times; N > 0 every
     # step of N fresh tasks drawn after the split's indices (`data.benchmark.sft_split`), so SFT cannot
     # lower its loss by recalling a value stage 0 memorised. Measured on the cpu profile from the curriculum
-    # agent (150 steps, 160 held-out tasks): `type` 10/76 -> 16/76 with 2,000, task SR 0.27 -> 0.28 (README)
+    # agent (150 steps, 160 held-out tasks): `type` 10/76 -> 16/76 with 2,000, task SR 0.27 -> 0.28 (docs/base_agent.md)
     sft_tasks: int = 0
     # stage 1's (and DAgger's expert data's) recovery drill: the steps after the mistake of this many fresh
     # tasks played with mistakes (`data.benchmark.recovery_drill`, inquiries included) join its expert steps.
-    # 1,000 from the drilled agent keep its Back (32 of 41 detours): task SR 0.33 (0.26-0.41) vs 0.28 (README)
+    # 1,000 from the drilled agent keep its Back (32 of 41 detours): task SR 0.33 (0.26-0.41) vs 0.28 (docs/base_agent.md)
     sft_recovery_tasks: int = 0
     weak_inquiry_fraction: float = 0.15  # the weak inquirer that GRPO starts from
     sft_save_steps: int = 200
@@ -298,7 +298,7 @@ PROFILES: dict[str, Profile] = {
 # The cpu base agent's curriculum (shipped beside it): 1,200 more stage-0 steps from the shipped
 # 2,500-step agent, on every action step of 5,000 fresh tasks plus the copy drill of 3,000 more, lr 5e-4,
 # so no value repeats and only copying lowers the loss. On the 160 held-out tasks: `type` 6/76 -> 28/76,
-# safe-step accuracy 0.79 -> 0.83, safe tasks SR 0.30 -> 0.51 (README). `--set` each item to use it.
+# safe-step accuracy 0.79 -> 0.83, safe tasks SR 0.30 -> 0.51 (docs/base_agent.md). `--set` each item to use it.
 CPU_BASE_AGENT_CURRICULUM = {"base_agent_init": "base-agent-cpu-s0-v2-procedural", "base_agent_tasks": 5000,
                              "copy_drill_tasks": 3000, "base_agent_steps": 1200, "base_agent_lr": 5e-4}
 
