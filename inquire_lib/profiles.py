@@ -150,7 +150,8 @@ class Profile:
     sft_tasks: int = 0
     # stage 1's (and DAgger's expert data's) recovery drill: the steps after the mistake of this many fresh
     # tasks played with mistakes (`data.benchmark.recovery_drill`, inquiries included) join its expert steps.
-    # 1,000 from the drilled agent keep its Back (32 of 41 detours): task SR 0.33 (0.26-0.41) vs 0.28 (docs/base_agent.md)
+    # 1,000 from the drilled agent keep its Back (32 of 41 detours): task SR 0.33 (0.26-0.41) vs 0.28
+    # (docs/base_agent.md)
     sft_recovery_tasks: int = 0
     weak_inquiry_fraction: float = 0.15  # the weak inquirer that GRPO starts from
     sft_save_steps: int = 200

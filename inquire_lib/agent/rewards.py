@@ -358,7 +358,7 @@ def consistency_reward(completions, **kwargs) -> list[float]:
     "rewards/consistency/contradicted"."""
     out = [-1.0 if d is not None and d[0] != d[1] else 0.0 for d in _decisions(completions)]
     _log(kwargs.get("log_metric"), "rewards/consistency/contradicted", [-v for v in out])
-    return [v + 0.0 for v in out]
+    return out
 
 
 def reasoned_ask_reward(completions, **kwargs) -> list[float]:
