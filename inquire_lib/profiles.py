@@ -180,6 +180,9 @@ class Profile:
     grpo_steps: int = 150
     grpo_prompts_per_step: int = 4
     grpo_inquiry_share: float = 0.3  # of GRPO prompts that need an inquiry (and again that follow one)
+    # of GRPO prompts that follow an answered inquiry (None: grpo_inquiry_share); less leaves room for
+    # ordinary steps, whose actions a large inquiry share otherwise leaves without prompts
+    grpo_followup_share: float | None = None
     num_generations: int = 8
     grpo_lr: float = 2e-4
     beta: float = 0.0
@@ -399,9 +402,11 @@ def check_override(key: str, value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise _bad(key, "an int" + (" or None" if "None" in kind else ""), value)
         return value
-    if kind == "float":
+    if kind == "float" or kind == "float | None":
+        if value is None and kind == "float | None":
+            return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _bad(key, "a float", value)
+            raise _bad(key, "a float" + (" or None" if "None" in kind else ""), value)
         return float(value)
     if kind == "str":
         if key in CHOICES:
@@ -438,7 +443,9 @@ def _parse_text(key: str, text: str) -> Any:
             if kind == "int | None" and raw.lower() in ("none", "null", ""):
                 return None
             return int(raw)
-        if kind == "float":
+        if kind in ("float", "float | None"):
+            if kind == "float | None" and raw.lower() in ("none", "null", ""):
+                return None
             return float(raw)
         if kind == "dict[str, float]":  # format:1,action:1,inquiry:2
             pairs = [p.split(":", 1) for p in raw.split(",") if p.strip()]
@@ -454,6 +461,7 @@ def _parse_text(key: str, text: str) -> Any:
     else:
         return raw
     word = {"bool": "a bool (true/false)", "int": "an int", "int | None": "an int or none", "float": "a float",
+            "float | None": "a float or none",
             "dict[str, float]": "name:value pairs (e.g. format:1,action:1,inquiry:2)"}
     raise _bad(key, word.get(kind, kind), text)
 

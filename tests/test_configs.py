@@ -16,6 +16,7 @@ from inquire_lib.training.grpo import finished_run
 
 SMOKE = get_profile("smoke")
 REWARDS = ["format", "action", "inquiry"]
+PENALTIES = {"missed_penalty": 0.5, "needless_penalty": 0.5}
 
 
 def test_sft_config_from_the_profile(tmp_path):
@@ -89,7 +90,7 @@ def test_the_record_is_the_configs_own_dict(tmp_path, monkeypatch):
 
 def _finished(out: Path, **changes) -> dict:
     rec = {"stage": "grpo", "start": "/ckpt/sft_weak", "start_digest": "d0", "adapter": True, "rewards": REWARDS,
-           "n_examples": 8,
+           "n_examples": 8, "prompts_digest": "p0", "penalties": PENALTIES,
            "config": {"max_steps": 2, "learning_rate": 1e-4}, "seconds": 3.5,
            "log_history": [{"step": 1, "reward": 0.25}], "samples": [{"completion": "x"}], **changes}
     (out / "final").mkdir(parents=True, exist_ok=True)
@@ -105,13 +106,17 @@ def _finished(out: Path, **changes) -> dict:
     ({"start_digest": None}, False),                                     # recorded before start digests
     ({"rewards": ["format", "action"]}, False),                          # other rewards
     ({"n_examples": 9}, False),                                          # another prompt set
+    ({"prompts_digest": "p1"}, False),                                   # another mix of as many prompts
+    ({"prompts_digest": None}, False),                                   # recorded before prompt digests
+    ({"penalties": {**PENALTIES, "missed_penalty": 2.0}}, False),        # another reward penalty
     ({"config": {"max_steps": 2, "learning_rate": 5e-5}}, False),        # another setting
     ({"config": {"max_steps": 2}}, False),                               # a record of fewer settings
     ({"log_history": None}, False),                                      # finished before logs were kept
 ])
 def test_finished_run_reuse_branches(tmp_path, changes, reused):
     rec = _finished(tmp_path, **changes)
-    got = finished_run(tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8)
+    got = finished_run(tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8,
+                       "p0", PENALTIES)
     if not reused:
         assert got is None
         return
@@ -119,15 +124,35 @@ def test_finished_run_reuse_branches(tmp_path, changes, reused):
 
 
 def test_no_finished_run_without_a_final_record(tmp_path):
-    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8) is None
+    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8, "p0", PENALTIES) is None
     (tmp_path / "final").mkdir()
-    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8) is None
+    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8, "p0", PENALTIES) is None
 
 
 def test_no_finished_run_from_an_incomplete_final(tmp_path):
     _finished(tmp_path)
     (tmp_path / "final" / "adapter_model.safetensors").write_bytes(b"half")  # not in the marker: fine
-    args = (tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8)
+    args = (tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8, "p0", PENALTIES)
     assert finished_run(*args) is not None
     (tmp_path / "final" / "inquire_train.json").write_text("{}")  # changed after the marker
     assert finished_run(*args) is None
+
+
+@pytest.mark.parametrize("followup, counts", [(None, (20, 20, 0)), (0.25, (20, 10, 10)), (0.0, (20, 0, 20))])
+def test_grpo_prompt_mix_follows_the_shares(followup, counts):
+    """Share 0.5 of 40 prompts need an inquiry; the follow-up steps take `grpo_followup_share` (None: the
+    same 0.5), the rest are other steps; another mix of as many prompts has another digest."""
+    from inquire_lib.data.benchmark import benchmark
+    from inquire_lib.training.grpo import grpo_records, prompts_digest
+
+    profile = get_profile("smoke").replace(grpo_inquiry_share=0.5, grpo_followup_share=followup)
+    records = grpo_records(profile, n=40)
+    train = benchmark(profile)["train"]
+    history = dict(zip(train["id"], train["history"]))
+    required = sum(records["inquiry_required"])
+    after = sum(1 for rid, req in zip(records["id"], records["inquiry_required"])
+                if not req and history[rid] and history[rid][-1].startswith("asked:"))
+    assert (required, after, len(records) - required - after) == counts
+    assert prompts_digest(records) == prompts_digest(grpo_records(profile, n=40))  # deterministic
+    if followup is not None:
+        assert prompts_digest(records) != prompts_digest(grpo_records(profile.replace(grpo_followup_share=None), n=40))

@@ -314,16 +314,17 @@ def test_grpo_reuse_keys_on_the_start_content_not_its_path(tmp_path):
     (run / "final").mkdir(parents=True)
     (run / "final" / "inquire_train.json").write_text(json.dumps({
         "start": str(start), "start_digest": old, "rewards": ["format"], "n_examples": 3, "config": knobs,
+        "prompts_digest": "p", "penalties": {},
         "log_history": [{"step": 1}], "adapter": False, "seconds": 1.0, "samples": []}))
     integrity.write_marker(run / "final")
-    assert grpo.finished_run(run, str(start), old, ["format"], knobs, 3).log_history == [{"step": 1}]
+    assert grpo.finished_run(run, str(start), old, ["format"], knobs, 3, "p", {}).log_history == [{"step": 1}]
     save_file({"w": torch.zeros(4)}, start / "model.safetensors")  # retrained in place
     new = grpo.model_digest(str(start), profile)
     assert new != old
-    assert grpo.finished_run(run, str(start), new, ["format"], knobs, 3) is None
+    assert grpo.finished_run(run, str(start), new, ["format"], knobs, 3, "p", {}) is None
     # a run recorded without the digest (older code) is never reused
     meta = json.loads((run / "final" / "inquire_train.json").read_text())
     del meta["start_digest"]
     (run / "final" / "inquire_train.json").write_text(json.dumps(meta))
     integrity.write_marker(run / "final")
-    assert grpo.finished_run(run, str(start), old, ["format"], knobs, 3) is None
+    assert grpo.finished_run(run, str(start), old, ["format"], knobs, 3, "p", {}) is None

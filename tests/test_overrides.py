@@ -15,18 +15,21 @@ from inquire_lib.training.sft import BASE_AGENT_VERSION, base_agent_dir
 
 def test_parse_overrides_types_every_kind():
     got = parse_overrides(["grpo_lr=1e-4", "missed_penalty=2", "grpo_steps=30", "use_a11y=false",
-                           "model=tiny:cpu", "reward_weights=format:1,action:1,inquiry:2", "train_seed=none", "lora_targets=q_proj,v_proj"])
+                           "model=tiny:cpu", "reward_weights=format:1,action:1,inquiry:2", "train_seed=none", "lora_targets=q_proj,v_proj",
+                           "grpo_followup_share=0.25"])
     assert got == {"grpo_lr": 0.0001, "missed_penalty": 2.0, "grpo_steps": 30, "use_a11y": False,
                    "model": "tiny:cpu", "reward_weights": {"format": 1.0, "action": 1.0, "inquiry": 2.0}, "train_seed": None,
-                   "lora_targets": ("q_proj", "v_proj")}
+                   "lora_targets": ("q_proj", "v_proj"), "grpo_followup_share": 0.25}
     assert isinstance(got["missed_penalty"], float) and isinstance(got["grpo_steps"], int)
     assert parse_overrides(["grpo_lr=1", "grpo_lr=3e-4"]) == {"grpo_lr": 0.0003}  # the last one wins
+    assert parse_overrides(["grpo_followup_share=none"]) == {"grpo_followup_share": None}
 
 
 @pytest.mark.parametrize("items,pattern", [
     (["grpo_lrr=1e-4"], r"^unknown profile field 'grpo_lrr' \(did you mean grpo_lr\?\); valid fields: a11y_coords, .*grpo_lr, "),
     (["grpo_lr=abc"], r"^profile field 'grpo_lr' takes a float, got 'abc'$"),
     (["grpo_steps=2.5"], r"^profile field 'grpo_steps' takes an int, got '2.5'$"),
+    (["grpo_followup_share=half"], r"^profile field 'grpo_followup_share' takes a float or none, got 'half'$"),
     (["use_a11y=maybe"], r"^profile field 'use_a11y' takes a bool \(true/false\), got 'maybe'$"),
     (["name=cpu"], r"^unknown profile field 'name'"),
     (["reward_weights=1,1,2"], r"^profile field 'reward_weights' takes name:value pairs"),

@@ -29,8 +29,9 @@ from .sft import training_records
 def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
     """The GRPO prompt set: inquiry situations are ~10% of all steps, too rare for a few hundred
     prompts to teach when to ask; so a share `grpo_inquiry_share` of the prompts are steps that
-    require an inquiry, the same share are the steps right after the user answered (where asking
-    again is needless), and the rest are other steps. Deterministic for a profile."""
+    require an inquiry, a share `grpo_followup_share` (None: the same share) are the steps right after
+    the user answered (where asking again is needless), and the rest are other steps. Deterministic
+    for a profile."""
     ds = benchmark(profile)["train"]
     n = n or profile.grpo_steps * profile.grpo_prompts_per_step
     required, after, other = [], [], []
@@ -38,8 +39,10 @@ def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
         (required if req else after if hist and hist[-1].startswith("asked:") else other).append(i)
     rng = random.Random(f"grpo:{profile.seed}")
     k = round(n * profile.grpo_inquiry_share)
+    share_after = profile.grpo_inquiry_share if profile.grpo_followup_share is None else profile.grpo_followup_share
+    k_after = min(round(n * share_after), n - k)
     pick = lambda pool, m: [rng.choice(pool) for _ in range(m)] if pool else []
-    idx = pick(required, k) + pick(after, k) + pick(other, max(0, n - 2 * k))
+    idx = pick(required, k) + pick(after, k_after) + pick(other, max(0, n - k - k_after))
     rng.shuffle(idx)
     return training_records(ds.select(idx), profile, 1.0)
 
@@ -74,7 +77,10 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     config = grpo_config(profile, out_dir, reward_names, steps)
     record = config_record(config)
     start_digest = model_digest(start, profile)
-    if reuse and (done := finished_run(out_dir, start, start_digest, list(reward_names), record, len(train))):
+    prompts = prompts_digest(train)
+    penalties = {k: getattr(profile, k) for k in ("missed_penalty", "needless_penalty")}
+    if reuse and (done := finished_run(out_dir, start, start_digest, list(reward_names), record, len(train),
+                                       prompts, penalties)):
         return done
     shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
     model, processor = load_checkpoint(profile, start, trainable=True)
@@ -88,6 +94,7 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
         "stage": "grpo", "profile": profile.name, "start": start, "start_digest": start_digest,
         "adapter": (folder / "adapter_config.json").exists(), "base": base_of(start, profile),
         "seconds": seconds, "rewards": list(reward_names), "config": record, "n_examples": len(train),
+        "prompts_digest": prompts, "penalties": penalties,
         "log_history": trainer.state.log_history, "samples": last_samples(trainer)})
     adapter = (final / "adapter_config.json").exists()
     samples = last_samples(trainer)
@@ -117,12 +124,21 @@ def model_digest(path: str | None, profile: Profile) -> str:
     return one(path)
 
 
+def prompts_digest(train: datasets.Dataset) -> str:
+    """Which steps, in which order, a GRPO run trains on: a sha256 over the records' step ids (the
+    benchmark itself is deterministic for a profile), so another prompt mix of the same size differs."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(list(train["id"])).encode()).hexdigest()
+
+
 def finished_run(out_dir: Path, start: str | None, start_digest: str, reward_names: list, config: dict,
-                 n_examples: int) -> TrainResult | None:
+                 n_examples: int, prompts: str, penalties: dict) -> TrainResult | None:
     """The recorded result of a finished, complete GRPO run from the same start, with the same
-    rewards, the same number of prompts and the same config (`configs.config_record`), else None.
-    The start is matched on its content (`model_digest`) as well as its path, so a start retrained
-    at the same path is a different start; a record without the digest (older runs) is never reused."""
+    rewards and penalties, the same prompts (`prompts_digest`) and the same config
+    (`configs.config_record`), else None. The start is matched on its content (`model_digest`) as
+    well as its path, so a start retrained at the same path is a different start; a record without
+    the digests (older runs) is never reused."""
     from ..runs.integrity import verify
 
     final = out_dir / "final"
@@ -131,6 +147,7 @@ def finished_run(out_dir: Path, start: str | None, start_digest: str, reward_nam
     rec = json.loads((final / "inquire_train.json").read_text())
     same = (rec.get("start") == start and rec.get("start_digest") == start_digest
             and rec.get("rewards") == reward_names and rec.get("n_examples") == n_examples
+            and rec.get("prompts_digest") == prompts and rec.get("penalties") == penalties
             and config == rec.get("config"))
     if not same or "log_history" not in rec:
         return None
