@@ -372,6 +372,12 @@ def _unknown(key: str) -> OverrideError:
     return OverrideError(f"unknown profile field {key!r}{hint}; valid fields: {', '.join(valid)}")
 
 
+def _optional(kind: str) -> tuple[str, bool]:
+    """"float | None" -> ("float", True); "float" -> ("float", False)."""
+    base = kind.removesuffix(" | None")
+    return base, base != kind
+
+
 def _bad(key: str, kind: str, value: Any) -> OverrideError:
     return OverrideError(f"profile field {key!r} takes {kind}, got {value!r}")
 
@@ -391,22 +397,20 @@ def check_override(key: str, value: Any) -> Any:
     types = overridable_fields()
     if key not in types:
         raise _unknown(key)
-    kind = types[key]
+    kind, optional = _optional(types[key])
+    if optional and value is None:
+        return None
     if kind == "bool":
         if not isinstance(value, bool):
             raise _bad(key, "a bool", value)
         return value
-    if kind == "int" or kind == "int | None":
-        if value is None and kind == "int | None":
-            return None
+    if kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise _bad(key, "an int" + (" or None" if "None" in kind else ""), value)
+            raise _bad(key, "an int" + (" or None" if optional else ""), value)
         return value
-    if kind == "float" or kind == "float | None":
-        if value is None and kind == "float | None":
-            return None
+    if kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise _bad(key, "a float" + (" or None" if "None" in kind else ""), value)
+            raise _bad(key, "a float" + (" or None" if optional else ""), value)
         return float(value)
     if kind == "str":
         if key in CHOICES:
@@ -433,19 +437,17 @@ def _parse_text(key: str, text: str) -> Any:
     types = overridable_fields()
     if key not in types:
         raise _unknown(key)
-    kind, raw = types[key], text.strip()
+    (kind, optional), raw = _optional(types[key]), text.strip()
+    if optional and raw.lower() in ("none", "null", ""):
+        return None
     try:
         if kind == "bool":
             if raw.lower() not in _BOOL_WORDS:
                 raise ValueError
             return _BOOL_WORDS[raw.lower()]
-        if kind in ("int", "int | None"):
-            if kind == "int | None" and raw.lower() in ("none", "null", ""):
-                return None
+        if kind == "int":
             return int(raw)
-        if kind in ("float", "float | None"):
-            if kind == "float | None" and raw.lower() in ("none", "null", ""):
-                return None
+        if kind == "float":
             return float(raw)
         if kind == "dict[str, float]":  # format:1,action:1,inquiry:2
             pairs = [p.split(":", 1) for p in raw.split(",") if p.strip()]
@@ -460,10 +462,9 @@ def _parse_text(key: str, text: str) -> Any:
         pass
     else:
         return raw
-    word = {"bool": "a bool (true/false)", "int": "an int", "int | None": "an int or none", "float": "a float",
-            "float | None": "a float or none",
-            "dict[str, float]": "name:value pairs (e.g. format:1,action:1,inquiry:2)"}
-    raise _bad(key, word.get(kind, kind), text)
+    word = {"bool": "a bool (true/false)", "int": "an int", "float": "a float",
+            "dict[str, float]": "name:value pairs (e.g. format:1,action:1,inquiry:2)"}.get(kind, kind)
+    raise _bad(key, word + (" or none" if optional else ""), text)
 
 
 def parse_overrides(items: Iterable[str]) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from inquire_lib.training.grpo import finished_run
 
 SMOKE = get_profile("smoke")
 REWARDS = ["format", "action", "inquiry"]
-PENALTIES = {"missed_penalty": 0.5, "needless_penalty": 0.5}
+REWARD_PARAMS = {"inquiry": {"missed_penalty": 0.5, "needless_penalty": 0.5}}
 
 
 def test_sft_config_from_the_profile(tmp_path):
@@ -90,7 +90,7 @@ def test_the_record_is_the_configs_own_dict(tmp_path, monkeypatch):
 
 def _finished(out: Path, **changes) -> dict:
     rec = {"stage": "grpo", "start": "/ckpt/sft_weak", "start_digest": "d0", "adapter": True, "rewards": REWARDS,
-           "n_examples": 8, "prompts_digest": "p0", "penalties": PENALTIES,
+           "n_examples": 8, "prompts_digest": "p0", "reward_params": REWARD_PARAMS,
            "config": {"max_steps": 2, "learning_rate": 1e-4}, "seconds": 3.5,
            "log_history": [{"step": 1, "reward": 0.25}], "samples": [{"completion": "x"}], **changes}
     (out / "final").mkdir(parents=True, exist_ok=True)
@@ -108,7 +108,7 @@ def _finished(out: Path, **changes) -> dict:
     ({"n_examples": 9}, False),                                          # another prompt set
     ({"prompts_digest": "p1"}, False),                                   # another mix of as many prompts
     ({"prompts_digest": None}, False),                                   # recorded before prompt digests
-    ({"penalties": {**PENALTIES, "missed_penalty": 2.0}}, False),        # another reward penalty
+    ({"reward_params": {"inquiry": {"missed_penalty": 2.0, "needless_penalty": 0.5}}}, False),  # another penalty
     ({"config": {"max_steps": 2, "learning_rate": 5e-5}}, False),        # another setting
     ({"config": {"max_steps": 2}}, False),                               # a record of fewer settings
     ({"log_history": None}, False),                                      # finished before logs were kept
@@ -116,7 +116,7 @@ def _finished(out: Path, **changes) -> dict:
 def test_finished_run_reuse_branches(tmp_path, changes, reused):
     rec = _finished(tmp_path, **changes)
     got = finished_run(tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8,
-                       "p0", PENALTIES)
+                       "p0", REWARD_PARAMS)
     if not reused:
         assert got is None
         return
@@ -124,15 +124,15 @@ def test_finished_run_reuse_branches(tmp_path, changes, reused):
 
 
 def test_no_finished_run_without_a_final_record(tmp_path):
-    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8, "p0", PENALTIES) is None
+    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8, "p0", REWARD_PARAMS) is None
     (tmp_path / "final").mkdir()
-    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8, "p0", PENALTIES) is None
+    assert finished_run(tmp_path, None, "d0", REWARDS, {}, 8, "p0", REWARD_PARAMS) is None
 
 
 def test_no_finished_run_from_an_incomplete_final(tmp_path):
     _finished(tmp_path)
     (tmp_path / "final" / "adapter_model.safetensors").write_bytes(b"half")  # not in the marker: fine
-    args = (tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8, "p0", PENALTIES)
+    args = (tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8, "p0", REWARD_PARAMS)
     assert finished_run(*args) is not None
     (tmp_path / "final" / "inquire_train.json").write_text("{}")  # changed after the marker
     assert finished_run(*args) is None

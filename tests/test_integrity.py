@@ -314,7 +314,7 @@ def test_grpo_reuse_keys_on_the_start_content_not_its_path(tmp_path):
     (run / "final").mkdir(parents=True)
     (run / "final" / "inquire_train.json").write_text(json.dumps({
         "start": str(start), "start_digest": old, "rewards": ["format"], "n_examples": 3, "config": knobs,
-        "prompts_digest": "p", "penalties": {},
+        "prompts_digest": "p", "reward_params": {},
         "log_history": [{"step": 1}], "adapter": False, "seconds": 1.0, "samples": []}))
     integrity.write_marker(run / "final")
     assert grpo.finished_run(run, str(start), old, ["format"], knobs, 3, "p", {}).log_history == [{"step": 1}]

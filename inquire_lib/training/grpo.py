@@ -78,9 +78,10 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     record = config_record(config)
     start_digest = model_digest(start, profile)
     prompts = prompts_digest(train)
-    penalties = {k: getattr(profile, k) for k in ("missed_penalty", "needless_penalty")}
+    rewards = build_reward_funcs(reward_names, profile)
+    reward_params = {f.__name__: f.params for f in rewards}  # penalties and the like, as the rewards use them
     if reuse and (done := finished_run(out_dir, start, start_digest, list(reward_names), record, len(train),
-                                       prompts, penalties)):
+                                       prompts, reward_params)):
         return done
     shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
     model, processor = load_checkpoint(profile, start, trainable=True)
@@ -88,13 +89,13 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     peft_config = lora_config(profile) if (profile.lora and not is_adapter) else None
     with trainer_tracking(profile, name) as tracking:  # the record above stays free of where logs go
         trainer = GRPOTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
-                              processing_class=processor, reward_funcs=build_reward_funcs(reward_names, profile),
+                              processing_class=processor, reward_funcs=rewards,
                               peft_config=peft_config, callbacks=callbacks)
     final, seconds = fit(trainer, out_dir, resume, meta=lambda folder, seconds: {
         "stage": "grpo", "profile": profile.name, "start": start, "start_digest": start_digest,
         "adapter": (folder / "adapter_config.json").exists(), "base": base_of(start, profile),
         "seconds": seconds, "rewards": list(reward_names), "config": record, "n_examples": len(train),
-        "prompts_digest": prompts, "penalties": penalties,
+        "prompts_digest": prompts, "reward_params": reward_params,
         "log_history": trainer.state.log_history, "samples": last_samples(trainer)})
     adapter = (final / "adapter_config.json").exists()
     samples = last_samples(trainer)
@@ -133,9 +134,9 @@ def prompts_digest(train: datasets.Dataset) -> str:
 
 
 def finished_run(out_dir: Path, start: str | None, start_digest: str, reward_names: list, config: dict,
-                 n_examples: int, prompts: str, penalties: dict) -> TrainResult | None:
+                 n_examples: int, prompts: str, reward_params: dict) -> TrainResult | None:
     """The recorded result of a finished, complete GRPO run from the same start, with the same
-    rewards and penalties, the same prompts (`prompts_digest`) and the same config
+    rewards and their parameters (penalties), the same prompts (`prompts_digest`) and the same config
     (`configs.config_record`), else None. The start is matched on its content (`model_digest`) as
     well as its path, so a start retrained at the same path is a different start; a record without
     the digests (older runs) is never reused."""
@@ -147,7 +148,7 @@ def finished_run(out_dir: Path, start: str | None, start_digest: str, reward_nam
     rec = json.loads((final / "inquire_train.json").read_text())
     same = (rec.get("start") == start and rec.get("start_digest") == start_digest
             and rec.get("rewards") == reward_names and rec.get("n_examples") == n_examples
-            and rec.get("prompts_digest") == prompts and rec.get("penalties") == penalties
+            and rec.get("prompts_digest") == prompts and rec.get("reward_params") == reward_params
             and config == rec.get("config"))
     if not same or "log_history" not in rec:
         return None
