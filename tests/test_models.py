@@ -270,7 +270,7 @@ def test_eval_forward_then_training_step_on_4bit_lora(qlora):
                                                      "screenshot": screen, "prev_screenshot": None}, SMOKE),
                                     tokenize=False, add_generation_prompt=True)
     enc = proc(text=[text + '<think>x</think><tool_call>{"name": "mobile_use"}</tool_call>'], images=[screen],
-               return_tensors="pt")
+               return_tensors="pt").to(model.device)
     model.eval()
     with torch.no_grad():
         logits = model(**enc).logits  # the eval-mode forward that, unpatched, repacks 4-bit weights

@@ -129,7 +129,8 @@ class FirstWeights(TrainerCallback):
 
     def on_step_begin(self, args, state, control, model=None, **kwargs):
         if self.weights is None:
-            self.weights = model.get_input_embeddings().weight.detach().clone()
+            # on the CPU, where the checkpoint is read back, whatever device trained
+            self.weights = model.get_input_embeddings().weight.detach().to("cpu", copy=True)
 
 
 def test_a_full_weight_run_resumes_from_the_checkpoints_weights(env):
