@@ -65,7 +65,7 @@ def matmul_peak(n: int = 1024, seconds: float = 1.0) -> dict:
 
 def settings(native_bf16: bool) -> tuple[list, list]:
     """The settings to measure and those skipped with why: bf16 autocast only where the CPU multiplies
-    bf16 natively (elsewhere the profile trains in fp32 anyway, `devices.uses_bf16`)."""
+    bf16 natively (elsewhere the profile trains in fp32 anyway, `runs.hardware.uses_bf16`)."""
     run = [s for s in SETTINGS if native_bf16 or not s[3]]
     skipped = [{"setting": s[0], "why": "no native bf16 on this CPU (AVX-512 BF16 / AMX): autocast would be "
                 "emulated, and the profile trains in fp32 here"} for s in SETTINGS if s not in run]
@@ -122,7 +122,7 @@ def sft_runs(profile_name: str, steps: int, params: int, peak: dict, chosen: lis
     rows, tokens_seen = [], None
     for name, procs, threads, bf16 in chosen:
         profile = _profile(profile_name, threads, bf16)
-        from inquire_lib.training.devices import uses_bf16
+        from inquire_lib.runs.hardware import uses_bf16
         if procs == 1:
             torch.set_num_threads(threads)
             out = _sft_one_process(profile, records, steps, f"bench_sft_{len(rows)}")
@@ -197,7 +197,7 @@ def loss_agreement(fp32: list[float], bf16: list[float]) -> dict:
 def run(profile_name: str = "cpu", steps: int = 50, grpo_steps: int = 4, out: Path | None = OUT) -> dict:
     with private_artifacts("inquire-bench-cpu-"):
         from inquire_lib.profiles import get_profile
-        from inquire_lib.training.devices import cpu_has_native_bf16
+        from inquire_lib.runs.hardware import cpu_has_native_bf16
         from inquire_lib.training.models import load_checkpoint, model_path, n_params
 
         profile = get_profile(profile_name)

@@ -256,6 +256,27 @@ def test_manifest_records_device_cuda_and_dtype():
     assert dev["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def test_training_and_the_manifest_agree_on_bf16(tmp_path):
+    from inquire_lib.runs.hardware import cpu_has_native_bf16, uses_bf16
+    from inquire_lib.runs.notebooks import device_info
+    from inquire_lib.training.configs import grpo_config
+
+    with_bf16, without = tmp_path / "a", tmp_path / "b"
+    with_bf16.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f avx512_bf16\n")
+    without.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx512f\n")
+    assert cpu_has_native_bf16(with_bf16) and not cpu_has_native_bf16(without)
+    assert not cpu_has_native_bf16(tmp_path / "missing")
+    cpu, gpu = get_profile("cpu"), get_profile("gpu")
+    assert cpu.cpu_bf16 and not cpu.load_in_4bit and gpu.bf16 and gpu.load_in_4bit
+    assert uses_bf16(cpu, cuda=False, native_bf16=True) and not uses_bf16(cpu, cuda=False, native_bf16=False)
+    assert not uses_bf16(gpu, cuda=False, native_bf16=True)  # bitsandbytes' CPU 4-bit kernels are fp32
+    assert uses_bf16(gpu, cuda=True) and not uses_bf16(gpu.replace(bf16=False), cuda=True)
+    # the cpu profile on this machine: what the trainer is told is what the manifest records
+    config = grpo_config(cpu, tmp_path / "out", ("format",), 1)
+    assert device_info(cpu)["dtype"] == ("bfloat16" if config.bf16 else "float32")
+    assert config.bf16 == uses_bf16(cpu)
+
+
 # ------------------------------------------------------------------------- accelerate configs
 CONFIGS = {"single_gpu": ("NO", 1, None), "multi_gpu": ("MULTI_GPU", 4, None), "zero2": ("DEEPSPEED", 4, 2),
            "zero3": ("DEEPSPEED", 4, 3)}

@@ -22,6 +22,7 @@ from typing import Callable, Iterable
 
 from ..profiles import OverrideError, Profile, apply_overrides, check_overrides, default_run_name, get_profile
 from . import timing
+from .hardware import uses_bf16
 from .paths import (FOLDERS, NOTEBOOKS_DIR, REPO_ROOT, RUN_NAME, check_run_name, root, run_dir, run_name, to_json,
                     write_json_atomic, write_text_atomic)
 
@@ -211,7 +212,7 @@ def device_info(profile: Profile) -> dict:
         "gpu_count": torch.cuda.device_count() if cuda else 0,
         "cuda_version": torch.version.cuda,
         "cudnn_version": torch.backends.cudnn.version() if cuda else None,
-        "dtype": "bfloat16" if (profile.bf16 and cuda) else "float32",
+        "dtype": "bfloat16" if uses_bf16(profile, cuda=cuda) else "float32",
         "load_in_4bit": profile.load_in_4bit,
         "processes": max(1, int(os.environ.get("WORLD_SIZE", "1"))),
     }

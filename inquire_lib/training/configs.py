@@ -41,7 +41,7 @@ def _common(profile: Profile) -> dict:
     """Settings every trainer of the workbench shares: device, precision, logging, seed."""
     import torch
 
-    from .devices import uses_bf16
+    from ..runs.hardware import uses_bf16
 
     cpu = not torch.cuda.is_available()
     return {"use_cpu": cpu, "bf16": uses_bf16(profile), "report_to": [], "seed": train_seed(profile),

@@ -1,5 +1,6 @@
 """Where a run trains: the device check, the split of a global batch over processes and
-micro-batches, fp32 adapters, vLLM generation, and what goes into the manifest about the device.
+micro-batches, fp32 adapters and vLLM generation (whether to train in bf16 is `runs.hardware`'s call,
+made once for training and for the manifest that records it).
 
 The stage functions (`sft.py`, `grpo.py`, `task_grpo.py`) run unchanged in one process (notebooks) or
 in N processes started by `accelerate launch` or `torchrun` (the `inquire train` command); TRL and
@@ -41,23 +42,6 @@ def wait_for_everyone() -> None:
     if world_size() > 1:
         from accelerate import PartialState
         PartialState().wait_for_everyone()
-
-
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX-512 BF16 or AMX), as /proc/cpuinfo says."""
-    try:
-        flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
-    except OSError:
-        return False
-    return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
-
-
-def uses_bf16(profile: Profile) -> bool:
-    """Whether training autocasts to bf16: always with `bf16` on a GPU; on CPU with `cpu_bf16`, full
-    weights (bitsandbytes' CPU 4-bit kernels are fp32) and a CPU with native bf16."""
-    if torch.cuda.is_available():
-        return profile.bf16
-    return profile.cpu_bf16 and not profile.load_in_4bit and cpu_has_native_bf16()
 
 
 def require_device(profile: Profile) -> None:
