@@ -183,6 +183,13 @@ class Profile:
     # of GRPO prompts that follow an answered inquiry (None: grpo_inquiry_share); less leaves room for
     # ordinary steps, whose actions a large inquiry share otherwise leaves without prompts
     grpo_followup_share: float | None = None
+    # of GRPO prompts that are states off the expert's path: the steps after a mistake (a detour, labelled
+    # Back, then the path with the mistake in the history; inquiries included) of `grpo_detour_tasks` fresh
+    # training tasks played with one (`data.benchmark.grpo_detours`). The other prompts are all on the
+    # path, while a policy playing a task meets such states after its first mistake, where an ask that
+    # nothing calls for goes untrained by them
+    grpo_detour_share: float = 0.0
+    grpo_detour_tasks: int = 400
     num_generations: int = 8
     grpo_lr: float = 2e-4
     beta: float = 0.0

@@ -156,3 +156,27 @@ def test_grpo_prompt_mix_follows_the_shares(followup, counts):
     assert prompts_digest(records) == prompts_digest(grpo_records(profile, n=40))  # deterministic
     if followup is not None:
         assert prompts_digest(records) != prompts_digest(grpo_records(profile.replace(grpo_followup_share=None), n=40))
+
+
+def test_grpo_prompt_mix_takes_its_detour_share_off_the_path():
+    """A share `grpo_detour_share` of the prompts are steps after a mistake (`data.benchmark.grpo_detours`),
+    taken from the other steps: the inquiry and follow-up counts stay, the order is shuffled, and the
+    mix is deterministic."""
+    from inquire_lib.data.benchmark import benchmark, grpo_detours
+    from inquire_lib.training.grpo import grpo_records, prompts_digest
+
+    profile = get_profile("smoke").replace(grpo_inquiry_share=0.5, grpo_followup_share=0.25,
+                                           grpo_detour_share=0.25, grpo_detour_tasks=30)
+    records = grpo_records(profile, n=40)
+    train_ids = set(benchmark(profile)["train"]["id"])
+    detours = grpo_detours(profile)
+    detour_history = dict(zip(detours["id"], detours["history"]))
+    off = [i for i, rid in enumerate(records["id"]) if rid not in train_ids]
+    assert len(records) == 40 and len(off) == 10
+    assert all(records["id"][i] in detour_history and detour_history[records["id"][i]] for i in off)
+    on_required = sum(r for rid, r in zip(records["id"], records["inquiry_required"]) if rid in train_ids)
+    assert on_required == 20
+    assert off != list(range(30, 40))  # mixed in, not appended
+    assert prompts_digest(records) == prompts_digest(grpo_records(profile, n=40))
+    plain = grpo_records(profile.replace(grpo_detour_share=0.0), n=40)
+    assert all(rid in train_ids for rid in plain["id"])

@@ -244,6 +244,7 @@ STAGE0_FIRST = 500_000
 COPY_DRILL_FIRST = 1_000_000
 RECOVERY_DRILL_FIRST = 1_250_000
 SFT_RECOVERY_FIRST = 1_350_000  # stage 1's own recovery drill
+GRPO_DETOURS_FIRST = 1_450_000  # stage 2's states off the path
 RECOVERY_DRILL_VERSION = 2  # names the drills' caches: bump when `world.expert.run_with_slip` changes
 SFT_FIRST = 1_500_000  # stage 1's fresh tasks; DAgger's roll-outs follow them
 
@@ -333,6 +334,13 @@ def recovery_drill(profile: Profile) -> datasets.Dataset:
     mistakes in the history. The expert's own path never shows such states, so an agent trained on
     it alone meets its first detour with no data for it."""
     return _slip_drill(profile, profile.recovery_drill_tasks, RECOVERY_DRILL_FIRST, acts_after_slip, "recovery")
+
+
+def grpo_detours(profile: Profile) -> datasets.Dataset:
+    """Stage 2's states off the expert's path: every step after the mistake of `grpo_detour_tasks` fresh
+    training tasks played with one (see `recovery_drill`; inquiries included, so a required inquiry on
+    a path that went wrong first is there too)."""
+    return _slip_drill(profile, profile.grpo_detour_tasks, GRPO_DETOURS_FIRST, after_slip, "grpo-detours")
 
 
 def sft_split(profile: Profile) -> datasets.Dataset:

@@ -16,7 +16,7 @@ import datasets
 import torch
 
 from ..agent.rewards import build_reward_funcs
-from ..data.benchmark import benchmark
+from ..data.benchmark import benchmark, grpo_detours
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir
 from ..runs.tracking import trainer_tracking, use_tracking
@@ -30,7 +30,8 @@ def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
     """The GRPO prompt set: inquiry situations are ~10% of all steps, too rare for a few hundred
     prompts to teach when to ask; so a share `grpo_inquiry_share` of the prompts are steps that
     require an inquiry, a share `grpo_followup_share` (None: the same share) are the steps right after
-    the user answered (where asking again is needless), and the rest are other steps. Deterministic
+    the user answered (where asking again is needless), a share `grpo_detour_share` are states off
+    the expert's path (`data.benchmark.grpo_detours`), and the rest are other steps. Deterministic
     for a profile."""
     ds = benchmark(profile)["train"]
     n = n or profile.grpo_steps * profile.grpo_prompts_per_step
@@ -41,10 +42,26 @@ def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
     k = round(n * profile.grpo_inquiry_share)
     share_after = profile.grpo_inquiry_share if profile.grpo_followup_share is None else profile.grpo_followup_share
     k_after = min(round(n * share_after), n - k)
+    k_detour = min(round(n * profile.grpo_detour_share), n - k - k_after)
     pick = lambda pool, m: [rng.choice(pool) for _ in range(m)] if pool else []
-    idx = pick(required, k) + pick(after, k_after) + pick(other, max(0, n - k - k_after))
-    rng.shuffle(idx)
-    return training_records(ds.select(idx), profile, 1.0)
+    idx = pick(required, k) + pick(after, k_after) + pick(other, max(0, n - k - k_after - k_detour))
+    if not k_detour:
+        rng.shuffle(idx)
+        return training_records(ds.select(idx), profile, 1.0)
+    detours = grpo_detours(profile)
+    if len(detours) == 0:
+        raise ValueError(f"grpo_detour_share={profile.grpo_detour_share} but {profile.grpo_detour_tasks} "
+                         "grpo_detour_tasks give no step off the path")
+    rows = [(0, i) for i in idx] + [(1, i) for i in pick(range(len(detours)), k_detour)]
+    rng.shuffle(rows)
+    sources = [ds.select([i for s, i in rows if s == 0]), detours.select([i for s, i in rows if s == 1])]
+    # back into the shuffled order: position j holds the next row of its source
+    order, seen = [], [0, len(sources[0])]
+    for s, _ in rows:
+        order.append(seen[s])
+        seen[s] += 1
+    merged = datasets.concatenate_datasets([sources[0], sources[1].cast(sources[0].features)]).select(order)
+    return training_records(merged, profile, 1.0)
 
 
 def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
