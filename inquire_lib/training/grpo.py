@@ -45,23 +45,19 @@ def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
     k_detour = min(round(n * profile.grpo_detour_share), n - k - k_after)
     pick = lambda pool, m: [rng.choice(pool) for _ in range(m)] if pool else []
     idx = pick(required, k) + pick(after, k_after) + pick(other, max(0, n - k - k_after - k_detour))
-    if not k_detour:
-        rng.shuffle(idx)
-        return training_records(ds.select(idx), profile, 1.0)
-    detours = grpo_detours(profile)
-    if len(detours) == 0:
-        raise ValueError(f"grpo_detour_share={profile.grpo_detour_share} but {profile.grpo_detour_tasks} "
-                         "grpo_detour_tasks give no step off the path")
-    rows = [(0, i) for i in idx] + [(1, i) for i in pick(range(len(detours)), k_detour)]
-    rng.shuffle(rows)
-    sources = [ds.select([i for s, i in rows if s == 0]), detours.select([i for s, i in rows if s == 1])]
-    # back into the shuffled order: position j holds the next row of its source
-    order, seen = [], [0, len(sources[0])]
-    for s, _ in rows:
-        order.append(seen[s])
-        seen[s] += 1
-    merged = datasets.concatenate_datasets([sources[0], sources[1].cast(sources[0].features)]).select(order)
-    return training_records(merged, profile, 1.0)
+    rng.shuffle(idx)
+    prompts = ds.select(idx)
+    if k_detour:
+        detours = grpo_detours(profile)
+        if len(detours) == 0:
+            raise ValueError(f"grpo_detour_share={profile.grpo_detour_share} but {profile.grpo_detour_tasks} "
+                             "grpo_detour_tasks give no step off the path")
+        off = detours.select(pick(range(len(detours)), k_detour)).cast(prompts.features)
+        prompts = datasets.concatenate_datasets([prompts, off])
+        order = list(range(len(prompts)))
+        rng.shuffle(order)  # the detours among the others, not after them
+        prompts = prompts.select(order)
+    return training_records(prompts, profile, 1.0)
 
 
 def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
