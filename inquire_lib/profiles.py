@@ -215,6 +215,9 @@ class Profile:
     # `select_max_needless` and whose safe-step accuracy is at most `select_max_safe_drop` below the start's
     select_max_needless: float = 0.10
     select_max_safe_drop: float = 0.02
+    # ... and, below 1, whose validation tasks played online keep the share of episodes with a needless
+    # inquiry at most this (`training.selection`): the step-level split never shows a screen off the path
+    select_max_needless_episodes: float = 1.0
     max_completion_length: int = 96
     # generation in GRPO through vLLM (TRL's use_vllm): "colocate" shares the training GPUs,
     # "server" talks to `trl vllm-serve` on GPUs of its own

@@ -228,6 +228,15 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     assert (run / "selected" / "adapter_model.safetensors").exists() and not (run / "selected" / "optimizer.pt").exists()
     saved = json.loads((tmp_path / "smoke" / "default" / "metrics" / "selection_grpo_kept.json").read_text())
     assert saved["selected_step"] == record["selected_step"]
+    assert saved["online"] == [] and saved["max_needless_episodes"] == 1.0  # the online check is off
+
+    # every checkpoint qualifies on steps and none can meet the online bound: each plays the 2 validation
+    # tasks, and the one with the fewest episodes with a needless inquiry is kept
+    strict = profile.replace(select_max_needless=1.0, select_max_safe_drop=1.0, select_max_needless_episodes=-1.0)
+    record = selection.select_checkpoint(strict, "grpo_kept", start, run, out_root=tmp_path)
+    assert sorted(o["step"] for o in record["online"]) == [1, 2] and record["constraints_met"] is False
+    assert all(o["needless_episodes"] in (0.0, 0.5, 1.0) for o in record["online"])
+    assert record["selected_step"] == min(record["online"], key=lambda o: o["needless_episodes"])["step"]
 
     # other settings: trained again, and the choice made among the older run's checkpoints is dropped
     other = grpo(profile.replace(grpo_lr=profile.grpo_lr / 2), start=start, name="grpo_kept", max_steps=1, reuse=True)

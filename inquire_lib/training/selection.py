@@ -7,6 +7,13 @@ split's, never the test split itself), and the one kept as `<name>/selected` is 
 validation step ISR among those that keep the needless-inquiry rate at most `select_max_needless`
 and safe-step accuracy at most `select_max_safe_drop` below the starting checkpoint's. When none
 qualifies, the last checkpoint is kept and the record says so.
+
+The step-level split sees only screens on the expert's path, while an agent that strays (a wrong
+click, a wrong app) meets screens it never does, and GRPO can teach asking there. So with
+`select_max_needless_episodes` below 1 the qualifying checkpoints, best first, also play the
+validation tasks online (greedy, as the held-out task evaluation does) until one keeps the share of
+episodes with a needless inquiry at most that bound; when none does, the one with the lowest share
+is kept and the record says the constraints were not met.
 """
 from __future__ import annotations
 
@@ -16,7 +23,8 @@ import shutil
 from pathlib import Path
 
 from ..evaluation.metrics import step_metrics
-from ..data.benchmark import validation_records
+from ..evaluation.episodes import model_policy, run_episodes
+from ..data.benchmark import generate_tasks, validation_records
 from ..evaluation.steps import generate, score
 from .models import load_checkpoint, load_model_and_processor
 from ..profiles import Profile
@@ -30,18 +38,37 @@ MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "ad
                "adapter_model.safetensors")
 
 
-def choose(start: dict, rows: list[dict], max_needless: float, max_safe_drop: float) -> tuple[dict, bool]:
-    """The row to keep among `rows` (validation metrics per step, in step order) and whether it met
-    the constraints. Ties in ISR go to the higher safe-step accuracy, then to the earlier step."""
-    if not rows:
-        raise ValueError("no checkpoints to choose from")
+def ranked(start: dict, rows: list[dict], max_needless: float, max_safe_drop: float) -> list[dict]:
+    """The rows (validation metrics per step, in step order) that meet the constraints, best first:
+    the highest ISR, ties to the higher safe-step accuracy, then to the earlier step."""
     floor = (start["safe_step_accuracy"] or 0.0) - max_safe_drop
     eligible = [r for r in rows if (r["needless_rate"] or 0.0) <= max_needless
                 and (r["safe_step_accuracy"] or 0.0) >= floor - 1e-9]
-    if not eligible:
-        return rows[-1], False
-    best = max(eligible, key=lambda r: (r["inquiry_recall"] or 0.0, r["safe_step_accuracy"] or 0.0, -r["step"]))
-    return best, True
+    return sorted(eligible, key=lambda r: (-(r["inquiry_recall"] or 0.0), -(r["safe_step_accuracy"] or 0.0), r["step"]))
+
+
+def choose(start: dict, rows: list[dict], max_needless: float, max_safe_drop: float) -> tuple[dict, bool]:
+    """The row to keep among `rows` and whether it met the constraints (see `ranked`); the last row
+    when none does."""
+    if not rows:
+        raise ValueError("no checkpoints to choose from")
+    best = ranked(start, rows, max_needless, max_safe_drop)
+    return (best[0], True) if best else (rows[-1], False)
+
+
+def choose_online(candidates: list[dict], needless_share, max_share: float) -> tuple[dict, bool, list[dict]]:
+    """The first of `candidates` (best first) whose `needless_share(row)` -- the share of validation
+    episodes with a needless inquiry, computed only as far as needed -- is at most `max_share`, else
+    the lowest share (ties to the earlier candidate); whether one met it; the shares computed."""
+    if not candidates:
+        raise ValueError("no checkpoints to choose from")
+    seen = []
+    for row in candidates:
+        seen.append({"step": row["step"], "needless_episodes": needless_share(row)})
+        if seen[-1]["needless_episodes"] <= max_share + 1e-9:
+            return row, True, seen
+    lowest = min(range(len(seen)), key=lambda k: seen[k]["needless_episodes"])
+    return candidates[lowest], False, seen
 
 
 def checkpoints(run: Path, last_step: int) -> list[tuple[int, Path]]:
@@ -52,13 +79,16 @@ def checkpoints(run: Path, last_step: int) -> list[tuple[int, Path]]:
     return found
 
 
-def validate(profile: Profile, path: str | None, records: list[dict], base: str | None = None) -> dict:
-    """Overall validation metrics (value only) of one checkpoint, greedy as in the test evaluation;
-    `base`: the model under an adapter checkpoint (a trainer's checkpoint folder does not name it)."""
+def _load(profile: Profile, path: str | None, base: str | None):
+    # `base`: the model under an adapter checkpoint (a trainer's checkpoint folder does not name it)
     if base is not None and path is not None and (Path(path) / "adapter_config.json").exists():
-        model, processor = load_model_and_processor(profile, checkpoint=base, adapter=path)
-    else:
-        model, processor = load_checkpoint(profile, path)
+        return load_model_and_processor(profile, checkpoint=base, adapter=path)
+    return load_checkpoint(profile, path)
+
+
+def validate(profile: Profile, path: str | None, records: list[dict], base: str | None = None) -> dict:
+    """Overall validation metrics (value only) of one checkpoint, greedy as in the test evaluation."""
+    model, processor = _load(profile, path, base)
     try:
         raw = generate(model, processor, records, profile, progress=False)
     finally:
@@ -67,6 +97,18 @@ def validate(profile: Profile, path: str | None, records: list[dict], base: str 
     frame = frame_for(profile)
     overall = step_metrics([score(r, rec, profile, frame) for r, rec in zip(raw, records)])["overall"]
     return {k: overall[k]["value"] for k in KEYS}
+
+
+def needless_episode_share(profile: Profile, path: str | None, tasks: list, base: str | None = None) -> float:
+    """The share of `tasks`, played online and greedily by one checkpoint, with at least one needless
+    inquiry (the task-level `needless_rate`)."""
+    model, processor = _load(profile, path, base)
+    try:
+        played = run_episodes(model_policy(model, processor, profile), tasks, profile)
+    finally:
+        del model
+        gc.collect()
+    return sum(any(st["needless"] for st in ep["steps"]) for ep in played) / len(played)
 
 
 def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: Path, out_root=None) -> dict:
@@ -78,6 +120,13 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
     rows = [{"step": step, "path": str(folder), **validate(profile, str(folder), records, base=meta["base"])}
             for step, folder in checkpoints(run, meta["config"]["max_steps"])]
     chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
+    online: list[dict] = []
+    if met and profile.select_max_needless_episodes < 1.0:
+        tasks = generate_tasks(profile.seed, "validation", profile.val_tasks)
+        chosen, met, online = choose_online(
+            ranked(start, rows, profile.select_max_needless, profile.select_max_safe_drop),
+            lambda row: needless_episode_share(profile, row["path"], tasks, base=meta["base"]),
+            profile.select_max_needless_episodes)
     with atomic_dir(run / "selected") as tmp:
         for f in MODEL_FILES:
             if (Path(chosen["path"]) / f).exists():
@@ -89,6 +138,7 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
     record = {"checkpoint": name, "profile": profile.name, "validation_tasks": profile.val_tasks,
               "validation_steps": len(records), "max_needless": profile.select_max_needless,
               "max_safe_drop": profile.select_max_safe_drop, "start": start, "checkpoints": rows,
+              "max_needless_episodes": profile.select_max_needless_episodes, "online": online,
               "selected_step": chosen["step"], "constraints_met": met}
     write_json_atomic(metrics_dir(profile, out_root) / f"selection_{name}.json", record)
     return record
