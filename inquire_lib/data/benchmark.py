@@ -408,3 +408,9 @@ def held_out_tasks(profile: Profile, n: int | None = None) -> list[Task]:
     """The first `n` (default `profile.eval_tasks`) tasks of the test split: held-out slot values
     and phrasings, never seen in training (task-level evaluation plays them)."""
     return generate_tasks(profile.seed, "test", profile.eval_tasks if n is None else n)
+
+
+def validation_tasks(profile: Profile) -> list[Task]:
+    """The `val_tasks` tasks of the validation split, whose steps `validation_records` holds (played
+    online when a checkpoint is chosen, `training.selection`)."""
+    return generate_tasks(profile.seed, "validation", profile.val_tasks)

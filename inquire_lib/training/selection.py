@@ -22,9 +22,9 @@ import json
 import shutil
 from pathlib import Path
 
-from ..evaluation.metrics import step_metrics
+from ..evaluation.metrics import step_metrics, task_rates
 from ..evaluation.episodes import model_policy, run_episodes
-from ..data.benchmark import generate_tasks, validation_records
+from ..data.benchmark import validation_records, validation_tasks
 from ..evaluation.steps import generate, score
 from .models import load_checkpoint, load_model_and_processor
 from ..profiles import Profile
@@ -101,14 +101,14 @@ def validate(profile: Profile, path: str | None, records: list[dict], base: str 
 
 def needless_episode_share(profile: Profile, path: str | None, tasks: list, base: str | None = None) -> float:
     """The share of `tasks`, played online and greedily by one checkpoint, with at least one needless
-    inquiry (the task-level `needless_rate`)."""
+    inquiry: the task-level `needless_rate` of `evaluation.metrics.task_rates`."""
     model, processor = _load(profile, path, base)
     try:
         played = run_episodes(model_policy(model, processor, profile), tasks, profile)
     finally:
         del model
         gc.collect()
-    return sum(any(st["needless"] for st in ep["steps"]) for ep in played) / len(played)
+    return task_rates(played)["needless_rate"]["value"]
 
 
 def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: Path, out_root=None) -> dict:
@@ -122,7 +122,7 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
     chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
     online: list[dict] = []
     if met and profile.select_max_needless_episodes < 1.0:
-        tasks = generate_tasks(profile.seed, "validation", profile.val_tasks)
+        tasks = validation_tasks(profile)
         chosen, met, online = choose_online(
             ranked(start, rows, profile.select_max_needless, profile.select_max_safe_drop),
             lambda row: needless_episode_share(profile, row["path"], tasks, base=meta["base"]),
