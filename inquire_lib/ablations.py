@@ -56,7 +56,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("sft_qlora", "sft", "sft_baseline", "QLoRA (LoRA on 4-bit weights) instead", {"lora": True, "load_in_4bit": True}),
     Variant("grpo_shaped", "grpo", "grpo_shaped", "action-level GRPO with the inquiry-shaped reward"),
     Variant("grpo_papers_reward", "grpo", "grpo_shaped", "the papers' reward (inquiry penalties 0)",
-            {"missed_penalty": 0.0, "needless_penalty": 0.0}),
+            {"missed_penalty": 0.0, "needless_penalty": 0.0, "reward_funcs": ("format", "action", "inquiry")}),
     Variant("dagger_off", "dagger", "dagger_off", "equal-compute SFT on the expert's data only"),
     Variant("dagger_on", "dagger", "dagger_off", "with DAgger's relabelled on-policy states"),
     Variant("chain_sft", "chain", "chain_task", "SFT only"),

@@ -269,6 +269,13 @@ class Profile:
         return self.model.startswith("tiny:")
 
 
+# stage 2's settings the cpu runs chose (docs/grpo_inquiry_gain.md); the gpu profile carries them too
+GRPO_FINDINGS = dict(
+    needless_penalty=1.5, grpo_inquiry_share=0.5, grpo_followup_share=0.2, grpo_detour_share=0.05,
+    reward_funcs=("format", "action", "inquiry", "reasoned_ask"),
+    reward_weights={"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 1.0, "reasoned_ask": 2.0},
+    select_max_needless_episodes=0.10)
+
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke", train_tasks=24, test_tasks=12, model="tiny:smoke", load_in_4bit=True, a11y_coords=False,
@@ -287,8 +294,13 @@ PROFILES: dict[str, Profile] = {
     "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
                    train_values="procedural", cpu_bf16=True, base_agent_threads=2,
                    test_tasks=120, base_agent_steps=2500, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
-                   grpo_steps=200, grpo_save_steps=25, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
-                   top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0, grpo_seeds=3, parallel_runs=2,
+                   grpo_steps=300, grpo_save_steps=25, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
+                   top_entropy_quantile=0.2, missed_penalty=2.0, grpo_seeds=3, parallel_runs=2,
+                   # stage 2 as docs/grpo_inquiry_gain.md measured it from sft_weak over three seeds (+45.5, +40.0,
+                   # +35.0 points of step ISR; 11, 13 and 5 of 160 episodes with a needless ask): a needless ask
+                   # costs 1.5, half the prompts need an inquiry and a fifth follow one, 5% are states off the
+                   # path, an ask after "not needed" costs 2 more, and validation plays its tasks online
+                   **GRPO_FINDINGS,
                    task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20, ablation_seeds=3,
                    # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points; step
                    # ISR on their 80 inquiry steps and 120 probes' (validation: 40 and 160)
@@ -297,14 +309,14 @@ PROFILES: dict[str, Profile] = {
     # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
     # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
     # (~13k tokens); docs/scaling.md has the arithmetic. GRPO keeps what the cpu runs showed:
-    # penalties 2.0/1.0 (0.5/0.5 drowns the ask-or-act gap), the top-20% entropy mask, a KL term,
-    # a checkpoint every 50 steps chosen on validation.
+    # a missed ask costs 2.0 (0.5/0.5 drowns the ask-or-act gap), stage 2's findings (GRPO_FINDINGS), the
+    # top-20% entropy mask, a KL term, a checkpoint every 50 steps chosen on validation.
     "gpu": Profile(
         name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True, requires_cuda=True,
         gradient_checkpointing=True, torch_threads=8, min_pixels=28 * 28 * 64,
         max_pixels=28 * 28 * 512, train_tasks=2000, test_tasks=300, sft_steps=1000, sft_batch=8, sft_grad_accum=4,
         sft_lr=1e-4, grpo_lr=1e-5, grpo_steps=300, grpo_save_steps=50, grpo_grad_accum=8, task_grad_accum=16,
-        max_completion_length=256, beta=0.04, top_entropy_quantile=0.2, missed_penalty=2.0, needless_penalty=1.0,
+        max_completion_length=256, beta=0.04, top_entropy_quantile=0.2, missed_penalty=2.0, **GRPO_FINDINGS,
         eval_batch=16, eval_max_new_tokens=256, eval_tasks=300, lora_r=64, lora_alpha=128,
     ),
 }

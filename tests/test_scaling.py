@@ -34,9 +34,13 @@ def tiny(tmp_path_factory):
 def test_gpu_profile_carries_the_cpu_findings():
     cpu = PROFILES["cpu"]
     for field in ("missed_penalty", "needless_penalty", "top_entropy_quantile", "beta", "grpo_inquiry_share",
-                  "select_max_needless", "select_max_safe_drop", "temperature"):
+                  "grpo_followup_share", "grpo_detour_share", "reward_funcs", "reward_weights",
+                  "select_max_needless", "select_max_safe_drop", "select_max_needless_episodes", "temperature"):
         assert getattr(GPU, field) == getattr(cpu, field), field
-    assert (GPU.missed_penalty, GPU.needless_penalty, GPU.top_entropy_quantile, GPU.beta) == (2.0, 1.0, 0.2, 0.04)
+    assert (GPU.missed_penalty, GPU.needless_penalty, GPU.top_entropy_quantile, GPU.beta) == (2.0, 1.5, 0.2, 0.04)
+    assert (cpu.grpo_inquiry_share, cpu.grpo_followup_share, cpu.grpo_detour_share) == (0.5, 0.2, 0.05)
+    assert "reasoned_ask" in cpu.reward_funcs and cpu.reward_weights["reasoned_ask"] == 2.0
+    assert cpu.select_max_needless_episodes == 0.10 and cpu.grpo_steps == 300
     assert GPU.grpo_save_steps == 50 and GPU.requires_cuda and GPU.load_in_4bit and GPU.bf16
     assert not PROFILES["cpu"].requires_cuda and not PROFILES["smoke"].requires_cuda
 
@@ -149,7 +153,7 @@ def test_every_gpu_trainer_config_field_by_field(tmp_path):
     expect = {"max_steps": 300, "learning_rate": 1e-5, "per_device_train_batch_size": 4,
               "gradient_accumulation_steps": 8, "steps_per_generation": 8, "generation_batch_size": 32,
               "num_generations": 8, "max_completion_length": 256, "temperature": 1.0, "beta": 0.04,
-              "top_entropy_quantile": 0.2, "num_iterations": 1, "reward_weights": [1.0, 1.0, 1.0], "save_steps": 50,
+              "top_entropy_quantile": 0.2, "num_iterations": 1, "reward_weights": [1.0, 1.0, 1.0, 2.0], "save_steps": 50,
               "save_total_limit": None, "gradient_checkpointing": True, "use_vllm": False,
               "use_cpu": not torch.cuda.is_available(), "bf16": torch.cuda.is_available()}
     assert {k: getattr(grpo, k) for k in expect} == expect
