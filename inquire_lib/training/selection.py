@@ -119,14 +119,15 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
     start = {"step": 0, **validate(profile, start_path, records)}
     rows = [{"step": step, "path": str(folder), **validate(profile, str(folder), records, base=meta["base"])}
             for step, folder in checkpoints(run, meta["config"]["max_steps"])]
-    chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
+    best = ranked(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
     online: list[dict] = []
-    if met and profile.select_max_needless_episodes < 1.0:
+    if best and profile.select_max_needless_episodes < 1.0:
         tasks = validation_tasks(profile)
         chosen, met, online = choose_online(
-            ranked(start, rows, profile.select_max_needless, profile.select_max_safe_drop),
-            lambda row: needless_episode_share(profile, row["path"], tasks, base=meta["base"]),
+            best, lambda row: needless_episode_share(profile, row["path"], tasks, base=meta["base"]),
             profile.select_max_needless_episodes)
+    else:
+        chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
     with atomic_dir(run / "selected") as tmp:
         for f in MODEL_FILES:
             if (Path(chosen["path"]) / f).exists():
