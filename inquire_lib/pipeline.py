@@ -38,7 +38,7 @@ from .runs.notebooks import run_manifest, sweep
 from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, copy_dir_atomic, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
 from .runs.records import ORDER, REFERENCES
 from .training import task_grpo
-from .training.checkpoints import available_checkpoints, checkpoint_path
+from .training.checkpoints import ask_bias_of, available_checkpoints, checkpoint_path
 from .training.configs import GRPO_SETTINGS, train_seed
 from .training.grpo import grpo as _grpo
 from .training.grpo import model_digest
@@ -101,16 +101,26 @@ def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None 
     earlier evaluation of the same model on the same records and settings is read back
     (`runs.readback`), not rerun."""
     records = records if records is not None else test_records(profile)
-    return _evaluate_once(profile, "step", name, checkpoint_path(profile, name), readback.records_digest(records),
-                          out_root, lambda model, processor, extra: evaluate_model(
-                              name, model, processor, profile, records, out_root=out_root, extra=extra))
+    path = checkpoint_path(profile, name)
+    bias = ask_bias_of(path)
+    return _evaluate_once(profile, "step", name, path, readback.records_digest(records), out_root,
+                          lambda model, processor, extra: evaluate_model(
+                              name, model, processor, profile, records, out_root=out_root, extra=extra, ask_bias=bias))
+
+
+def played_digest(path: str | None, profile: Profile) -> str:
+    """What an evaluation plays: the model's digest (`training.grpo.model_digest`), with the checkpoint's
+    ask bias when it has one."""
+    bias = ask_bias_of(path)
+    return model_digest(path, profile) + (f"+ask_bias={bias!r}" if bias else "")
 
 
 def _evaluate_once(profile: Profile, kind: str, name: str, path: str | None, items_digest: str, out_root,
                    evaluate) -> dict:
     """The stored metrics of an evaluation with the same key (`runs.readback`), marked read back;
-    else load the model at `path`, run `evaluate(model, processor, extra)` and free the model."""
-    key = readback.eval_key(kind, model_digest(path, profile), items_digest, profile)
+    else load the model at `path`, run `evaluate(model, processor, extra)` and free the model. The
+    key holds the checkpoint's ask bias: the same weights played at another operating point differ."""
+    key = readback.eval_key(kind, played_digest(path, profile), items_digest, profile)
     stored = readback.read_back(run_dir(profile, out_root), kind, name, key)
     if stored is not None:
         print(f"{name}: {kind} metrics read back (same model, items and settings)")
@@ -133,12 +143,14 @@ def evaluate_references(profile: Profile, records: list[dict] | None = None, out
 @_timed("evaluate tasks")
 def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list | None = None, out_root=None,
                               path: str | None = None, progress: bool = False) -> dict:
-    """Load a named checkpoint (or `path`), play the held-out tasks greedily, free the model."""
+    """Load a named checkpoint (or `path`), play the held-out tasks greedily (at the checkpoint's ask
+    bias, `training.checkpoints.ask_bias_of`), free the model."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     path = path if path is not None else checkpoint_path(profile, name)
+    bias = ask_bias_of(path)
     return _evaluate_once(profile, "task", name, path, readback.tasks_digest(tasks), out_root,
                           lambda model, processor, extra: episodes.evaluate_tasks(
-                              name, episodes.model_policy(model, processor, profile), tasks, profile, out_root,
+                              name, episodes.model_policy(model, processor, profile, ask_bias=bias), tasks, profile, out_root,
                               extra=extra, progress=progress))
 
 

@@ -218,6 +218,12 @@ class Profile:
     # ... and, below 1, whose validation tasks played online keep the share of episodes with a needless
     # inquiry at most this (`training.selection`): the step-level split never shows a screen off the path
     select_max_needless_episodes: float = 1.0
+    # ... then the chosen checkpoint's operating point: the first of these biases on the tool call's ask
+    # decision (`call_user`'s logit; nearest zero first) whose validation tasks, played online, keep the
+    # share of episodes with a needless inquiry at most `select_ask_max_share`, the lowest share when none
+    # does; every later evaluation plays the checkpoint with it (`training.checkpoints.ask_bias_of`). (): none
+    select_ask_biases: tuple[float, ...] = ()
+    select_ask_max_share: float = 0.05
     max_completion_length: int = 96
     # generation in GRPO through vLLM (TRL's use_vllm): "colocate" shares the training GPUs,
     # "server" talks to `trl vllm-serve` on GPUs of its own

@@ -117,3 +117,25 @@ def test_curve_of_an_untrained_model_never_reaches_the_fork():
     assert {(p["isr"], p["needless"]) for p in curve["points"]} == {(0.0, 0.0)}
     assert curve["auc"]["value"] == 0.5
     assert curve["verified"][0]["predicted_isr"] == 0.0 and curve["agreement"] == 1.0
+
+
+def test_ask_bias_processor_shifts_the_tool_calls_ask_token_only(tokenizer):
+    """Played at another operating point, an agent's tool call gets the bias on `call_user` where the
+    action name is decided; the reasoning's "Inquiry check:" word is left alone."""
+    import torch
+
+    from inquire_lib.evaluation.operating_curve import ask_bias_processor, find_fork
+    fork = find_fork(tokenizer, use_think=False)
+    prompt = tokenizer.encode("Task: delete it", add_special_tokens=False)
+    at_action = tokenizer.encode('<tool_call>{"name": "mobile_use", "arguments": {"action": "', add_special_tokens=False)
+    at_think = tokenizer.encode("<think>Target: Delete <b0>. Inquiry check:", add_special_tokens=False)
+    width = max(len(at_action), len(at_think))
+    pad = lambda ids: [tokenizer.pad_token_id] * (width - len(ids)) + ids  # special: decodes to nothing
+    ids = torch.tensor([prompt + pad(at_action), prompt + pad(at_think)])
+    proc = ask_bias_processor(tokenizer, -4.0)()
+    proc(ids[:, :len(prompt)], torch.zeros(2, len(tokenizer)))
+    scores = torch.zeros(2, len(tokenizer))
+    scores[:, fork.ask_token] = 5.0
+    out = proc(ids, scores.clone())
+    assert out[0, fork.ask_token].item() == pytest.approx(1.0) and proc.margins[0] == pytest.approx(5.0)
+    assert out[1, fork.ask_token].item() == 5.0 and math.isnan(proc.margins[1])

@@ -77,3 +77,94 @@ def test_online_keeps_the_lowest_share_when_none_meets_the_bound():
     assert (chosen["step"], met, len(seen)) == (75, False, 3)  # the tie goes to the better candidate
     with pytest.raises(ValueError, match="no checkpoints"):
         choose_online([], lambda r: 0.0, 0.10)
+
+
+# ---------------------------------------------------------------- the chosen checkpoint's ask bias
+def _selected_run(tmp_path, meta: dict):
+    """A run folder whose `selected/` holds a stand-in model file and the run's record, with its marker."""
+    import json
+
+    from inquire_lib.runs.integrity import write_marker
+    selected = tmp_path / "grpo_full" / "selected"
+    selected.mkdir(parents=True)
+    (selected / "model.safetensors").write_bytes(b"weights")
+    (selected / "inquire_train.json").write_text(json.dumps(meta))
+    write_marker(selected)
+    return selected.parent
+
+
+def test_ask_bias_takes_the_first_bias_under_the_bound_and_plays_no_further(tmp_path, monkeypatch):
+    import json
+
+    from inquire_lib.profiles import get_profile
+    from inquire_lib.runs.integrity import verify
+    from inquire_lib.training import selection
+    from inquire_lib.training.checkpoints import ask_bias_of
+
+    run = _selected_run(tmp_path, {"base": "b", "selected_step": 150, "constraints_met": True})
+    shares = {0.0: 0.0875, -2.0: 0.0625, -4.0: 0.05, -6.0: 0.0}
+    played = []
+
+    def share(profile, path, tasks, base=None, ask_bias=0.0):
+        played.append(ask_bias)
+        assert path == str(run / "selected") and base == "b" and tasks == ["t"]
+        return shares[ask_bias]
+
+    monkeypatch.setattr(selection, "needless_episode_share", share)
+    monkeypatch.setattr(selection, "validation_tasks", lambda profile: ["t"])
+    profile = get_profile("smoke", select_ask_biases=(0.0, -2.0, -4.0, -6.0), select_ask_max_share=0.05)
+    record = selection.select_ask_bias(profile, "grpo_full", run, out_root=tmp_path / "runs", known={0.0: 0.0875})
+    assert played == [-2.0, -4.0]  # bias 0 already known; -6 never played
+    assert (record["ask_bias"], record["ask_bias_met"]) == (-4.0, True)
+    assert record["ask_biases"] == [{"ask_bias": 0.0, "needless_episodes": 0.0875},
+                                    {"ask_bias": -2.0, "needless_episodes": 0.0625},
+                                    {"ask_bias": -4.0, "needless_episodes": 0.05}]
+    meta = json.loads((run / "selected" / "inquire_train.json").read_text())
+    assert meta == {"base": "b", "selected_step": 150, "constraints_met": True, "ask_bias": -4.0, "ask_bias_met": True}
+    assert ask_bias_of(str(run / "selected")) == -4.0
+    assert verify(run / "selected") is None and (run / "selected" / "model.safetensors").read_bytes() == b"weights"
+    stored = json.loads((tmp_path / "runs" / "smoke" / "default" / "metrics" / "selection_grpo_full.json").read_text())
+    assert stored["ask_bias"] == -4.0 and stored["ask_max_share"] == 0.05
+
+
+def test_ask_bias_keeps_the_lowest_share_when_none_meets_the_bound(tmp_path, monkeypatch):
+    from inquire_lib.profiles import get_profile
+    from inquire_lib.training import selection
+
+    run = _selected_run(tmp_path, {"base": None})
+    shares = {0.0: 0.2, -2.0: 0.1, -4.0: 0.1}
+    monkeypatch.setattr(selection, "needless_episode_share", lambda p, path, t, base=None, ask_bias=0.0: shares[ask_bias])
+    monkeypatch.setattr(selection, "validation_tasks", lambda profile: [])
+    profile = get_profile("smoke", select_ask_biases=(0.0, -2.0, -4.0), select_ask_max_share=0.05)
+    record = selection.select_ask_bias(profile, "grpo_full", run, out_root=tmp_path / "runs")
+    assert (record["ask_bias"], record["ask_bias_met"], len(record["ask_biases"])) == (-2.0, False, 3)  # tie: nearer zero
+
+
+def test_a_checkpoints_ask_bias_is_read_from_its_record_and_checked(tmp_path):
+    from inquire_lib.training.checkpoints import ask_bias_of
+
+    assert ask_bias_of(None) == 0.0 and ask_bias_of(str(tmp_path)) == 0.0  # the untrained model; no record
+    (tmp_path / "inquire_train.json").write_text('{"selected_step": 25}')
+    assert ask_bias_of(str(tmp_path)) == 0.0
+    (tmp_path / "inquire_train.json").write_text('{"ask_bias": -3}')
+    assert ask_bias_of(str(tmp_path)) == -3.0
+    for bad in ('{"ask_bias": "low"}', '{"ask_bias": true}', '[1]'):
+        (tmp_path / "inquire_train.json").write_text(bad)
+        with pytest.raises(ValueError, match=r"inquire_train\.json: "):
+            ask_bias_of(str(tmp_path))
+
+
+def test_the_same_weights_at_another_ask_bias_are_another_evaluation(tmp_path):
+    """An evaluation read back must have played the same operating point: the read-back key's model part
+    holds the checkpoint's ask bias, and is the bare weights' digest without one."""
+    from inquire_lib.pipeline import played_digest
+    from inquire_lib.profiles import get_profile
+    from inquire_lib.training.grpo import model_digest
+
+    smoke = get_profile("smoke")
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    bare = played_digest(str(tmp_path), smoke)
+    assert bare == model_digest(str(tmp_path), smoke)
+    (tmp_path / "inquire_train.json").write_text('{"ask_bias": -4.0}')
+    assert played_digest(str(tmp_path), smoke) == bare + "+ask_bias=-4.0"

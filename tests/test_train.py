@@ -238,6 +238,17 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     assert all(o["needless_episodes"] in (0.0, 0.5, 1.0) for o in record["online"])
     assert record["selected_step"] == min(record["online"], key=lambda o: o["needless_episodes"])["step"]
 
+    # and an operating point for the chosen checkpoint: both biases play the validation tasks (the bound
+    # cannot be met), bias 0 read from the online check above; a bias that buries `call_user` never asks
+    from inquire_lib.training.checkpoints import ask_bias_of
+    biased = strict.replace(select_ask_biases=(0.0, -1e4), select_ask_max_share=-1.0)
+    record = selection.select_checkpoint(biased, "grpo_kept", start, run, out_root=tmp_path)
+    assert [b["ask_bias"] for b in record["ask_biases"]] == [0.0, -1e4] and record["ask_bias_met"] is False
+    assert record["ask_biases"][0]["needless_episodes"] == min(o["needless_episodes"] for o in record["online"])
+    assert record["ask_biases"][1]["needless_episodes"] == 0.0
+    assert ask_bias_of(str(run / "selected")) == record["ask_bias"]
+    assert json.loads((run / "selected" / "inquire_train.json").read_text())["selected_step"] == record["selected_step"]
+
     # other settings: trained again, and the choice made among the older run's checkpoints is dropped
     other = grpo(profile.replace(grpo_lr=profile.grpo_lr / 2), start=start, name="grpo_kept", max_steps=1, reuse=True)
     assert json.loads((Path(other.path) / "inquire_train.json").read_text())["config"]["max_steps"] == 1

@@ -63,10 +63,11 @@ Policy = Callable[[list[dict], list[PhoneEnv]], list[str]]
 
 
 # ------------------------------------------------------------------------------ policies
-def model_policy(model, processor, profile: Profile, batch_size: int | None = None) -> Policy:
-    """Greedy generation over the running episodes' prompts (batched by `evaluation.steps.generate`)."""
+def model_policy(model, processor, profile: Profile, batch_size: int | None = None, ask_bias: float = 0.0) -> Policy:
+    """Greedy generation over the running episodes' prompts (batched by `evaluation.steps.generate`),
+    with `ask_bias` on the tool call's ask decision."""
     def act(records: list[dict], envs: list[PhoneEnv]) -> list[str]:
-        return generate(model, processor, records, profile, batch_size=batch_size, progress=False)
+        return generate(model, processor, records, profile, batch_size=batch_size, progress=False, ask_bias=ask_bias)
     return act
 
 

@@ -118,6 +118,16 @@ def find_fork(tokenizer, use_think: bool) -> Fork:
     return Fork(marker, a[i], b[i])
 
 
+def ask_bias_processor(tokenizer, bias: float):
+    """A `logits_processor` factory for `evaluation.steps.generate` that plays an agent at another
+    point of its operating curve: `bias` added to the logit of the tool call's ask decision
+    (`call_user` against every other action name), the weights unchanged. The tool call's fork, not the
+    reasoning's: the reasoning's "Inquiry check" word decides the action only in part (the docs' verifying
+    passes), and only the action asks."""
+    fork = find_fork(tokenizer, use_think=False)
+    return lambda: ForkBias(tokenizer, fork, bias)
+
+
 class ForkBias:
     """A `LogitsProcessor`: at the fork of each sequence, record the ask margin and add `bias` to the
     ask token's logit. Margins stay NaN for sequences that never reach the fork."""

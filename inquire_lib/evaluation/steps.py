@@ -18,6 +18,7 @@ from ..profiles import Profile
 from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
 from ..data.benchmark import test_records
 from .metrics import step_metrics
+from .operating_curve import ask_bias_processor
 from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
 from ..runs.tracking import log_metrics
 
@@ -39,14 +40,17 @@ def eval_generation_config(profile: Profile, processor, max_new_tokens: int | No
 
 @torch.no_grad()
 def generate(model, processor, records: list[dict], profile: Profile, batch_size: int | None = None,
-             max_new_tokens: int | None = None, progress: bool = True, logits_processor=None) -> list[str]:
+             max_new_tokens: int | None = None, progress: bool = True, logits_processor=None,
+             ask_bias: float = 0.0) -> list[str]:
     """Greedy completions for step records, batched with left padding. `logits_processor`: a factory
-    called once per batch that returns a `LogitsProcessor` (e.g. the operating curve's fork bias)."""
+    called once per batch that returns a `LogitsProcessor` (e.g. the operating curve's fork bias);
+    `ask_bias`: added to the tool call's `call_user` logit (`evaluation.operating_curve.ask_bias_processor`)."""
     batch_size = batch_size or profile.eval_batch
     config = eval_generation_config(profile, processor, max_new_tokens)
     frame = frame_for(profile)
     processor.tokenizer.padding_side = "left"
     device = next(model.parameters()).device
+    biased = ask_bias_processor(processor.tokenizer, ask_bias) if ask_bias else None
     outs: list[str] = []
     for i in tqdm(range(0, len(records), batch_size), desc="generate", disable=not progress):
         chunk = records[i:i + batch_size]
@@ -55,9 +59,10 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
         images = [img for r in chunk for img in images_of(r, profile)]
         enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(device)
         extra = {}
-        if logits_processor is not None:
+        processors = [make() for make in (logits_processor, biased) if make is not None]
+        if processors:
             from transformers import LogitsProcessorList
-            extra["logits_processor"] = LogitsProcessorList([logits_processor()])
+            extra["logits_processor"] = LogitsProcessorList(processors)
         gen = model.generate(**enc, generation_config=config, **extra)
         new = gen[:, enc["input_ids"].shape[1]:]
         outs += processor.batch_decode(new, skip_special_tokens=True)
@@ -177,10 +182,13 @@ def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs
 
 
 def evaluate_model(name: str, model, processor, profile: Profile, records: list[dict] | None = None,
-                   out_root: str | Path | None = None, progress: bool = True, extra: dict | None = None) -> dict:
+                   out_root: str | Path | None = None, progress: bool = True, extra: dict | None = None,
+                   ask_bias: float = 0.0) -> dict:
     records = records if records is not None else test_records(profile)
     import time
     start = time.time()
-    raw = generate(model, processor, records, profile, progress=progress)
+    raw = generate(model, processor, records, profile, progress=progress, ask_bias=ask_bias)
     seconds = time.time() - start
-    return evaluate_steps(name, records, profile, raw, out_root, extra={**(extra or {}), "generate_seconds": seconds})
+    played = {"ask_bias": ask_bias} if ask_bias else {}
+    return evaluate_steps(name, records, profile, raw, out_root,
+                          extra={**(extra or {}), **played, "generate_seconds": seconds})

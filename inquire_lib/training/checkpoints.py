@@ -1,6 +1,10 @@
 """Named checkpoints of a profile: where each one lies and which exist."""
 from __future__ import annotations
 
+import json
+import math
+from pathlib import Path
+
 from ..profiles import Profile
 from ..runs.integrity import finished_output
 from ..runs.paths import artifacts_dir
@@ -30,3 +34,19 @@ def available_checkpoints(profile: Profile) -> list[str]:
     names = ["untrained"] + (["base_agent"] if profile.base_agent_steps > 0 else [])
     names += [n for n in ORDER[2:] if finished_output(artifacts_dir(profile) / n / "final")]
     return names
+
+
+def ask_bias_of(path: str | None) -> float:
+    """The bias on the ask decision a checkpoint is played with: the `ask_bias` its choice on validation
+    recorded in `inquire_train.json` (`training.selection.select_ask_bias`); 0 for the untrained model
+    and every checkpoint without one. A value that is not a finite number raises one line naming the file."""
+    meta = Path(path) / "inquire_train.json" if path is not None else None
+    if meta is None or not meta.is_file():
+        return 0.0
+    try:
+        value = json.loads(meta.read_text(encoding="utf-8")).get("ask_bias", 0.0)
+    except (ValueError, AttributeError):
+        raise ValueError(f"{meta}: not a JSON object") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{meta}: field ask_bias: {value!r} is not a finite number")
+    return float(value)
