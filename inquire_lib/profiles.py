@@ -221,7 +221,8 @@ class Profile:
     # ... then the chosen checkpoint's operating point: the first of these biases on the tool call's ask
     # decision (`call_user`'s logit; nearest zero first) whose validation tasks, played online, keep the
     # share of episodes with a needless inquiry at most `select_ask_max_share`, the lowest share when none
-    # does; every later evaluation plays the checkpoint with it (`training.checkpoints.ask_bias_of`). (): none
+    # does; the step and task evaluations play the checkpoint with it (`training.checkpoints.ask_bias_of`).
+    # (): none. From full SFT every seed needed -6 and lost 24.5-55 points of step ISR (docs/grpo_inquiry_gain.md)
     select_ask_biases: tuple[float, ...] = ()
     select_ask_max_share: float = 0.05
     max_completion_length: int = 96

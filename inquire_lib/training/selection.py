@@ -17,8 +17,8 @@ is kept and the record says the constraints were not met.
 
 With `select_ask_biases`, the chosen checkpoint then gets an operating point (`select_ask_bias`): the
 bias on its tool call's ask decision, nearest zero first, under which the validation tasks played online
-keep that share at most `select_ask_max_share`. Weights and choice stay; every evaluation of the
-checkpoint applies the bias (`training.checkpoints.ask_bias_of`).
+keep that share at most `select_ask_max_share`. Weights and choice stay; the step and task evaluations
+of the checkpoint apply the bias (`training.checkpoints.ask_bias_of`).
 """
 from __future__ import annotations
 
@@ -173,11 +173,15 @@ def select_ask_bias(profile: Profile, name: str, run: Path, out_root=None, known
     `profile.select_ask_biases` whose validation tasks, played online with that bias on the ask decision,
     keep the share of episodes with a needless inquiry at most `profile.select_ask_max_share` (the lowest
     share when none does; `known`: shares already measured, by bias). The bias goes into the checkpoint's
-    record, where every evaluation reads it, and into `selection_<name>.json`; the weights stay as they are.
+    record, where the step and task evaluations read it, and into `selection_<name>.json`; the weights
+    stay as they are.
 
     Why: a checkpoint that meets the online bound on 80 validation episodes by a hair tends to exceed it
     on the held-out tasks (the first candidate under a noisy bound is the lucky side of its noise), and
-    what needs to move is how often it asks, which a bias moves along the checkpoint's operating curve."""
+    what needs to move is how often it asks, which a bias moves along the checkpoint's operating curve.
+    Measured on the cpu profile from full SFT (docs/grpo_inquiry_gain.md): every seed needed -6, which kept
+    its episodes within the bound at 24.5-55 points of step ISR, since its needless asks online are as
+    confident as its due ones; so no profile turns it on."""
     selected = run / "selected"
     meta = json.loads((selected / "inquire_train.json").read_text())
     tasks = validation_tasks(profile)
