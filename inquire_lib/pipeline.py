@@ -101,33 +101,33 @@ def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None 
     earlier evaluation of the same model on the same records and settings is read back
     (`runs.readback`), not rerun."""
     records = records if records is not None else test_records(profile)
-    path = checkpoint_path(profile, name)
-    bias = ask_bias_of(path)
-    return _evaluate_once(profile, "step", name, path, readback.records_digest(records), out_root,
-                          lambda model, processor, extra: evaluate_model(
+    return _evaluate_once(profile, "step", name, checkpoint_path(profile, name), readback.records_digest(records),
+                          out_root, lambda model, processor, extra, bias: evaluate_model(
                               name, model, processor, profile, records, out_root=out_root, extra=extra, ask_bias=bias))
 
 
-def played_digest(path: str | None, profile: Profile) -> str:
+def played_digest(path: str | None, profile: Profile, bias: float | None = None) -> str:
     """What an evaluation plays: the model's digest (`training.grpo.model_digest`), with the checkpoint's
-    ask bias when it has one."""
-    bias = ask_bias_of(path)
+    ask bias (`bias`, else read from the checkpoint) when it has one."""
+    bias = ask_bias_of(path) if bias is None else bias
     return model_digest(path, profile) + (f"+ask_bias={bias!r}" if bias else "")
 
 
 def _evaluate_once(profile: Profile, kind: str, name: str, path: str | None, items_digest: str, out_root,
                    evaluate) -> dict:
     """The stored metrics of an evaluation with the same key (`runs.readback`), marked read back;
-    else load the model at `path`, run `evaluate(model, processor, extra)` and free the model. The
-    key holds the checkpoint's ask bias: the same weights played at another operating point differ."""
-    key = readback.eval_key(kind, played_digest(path, profile), items_digest, profile)
+    else load the model at `path`, run `evaluate(model, processor, extra, ask_bias)` with the checkpoint's
+    ask bias (`training.checkpoints.ask_bias_of`) and free the model. The key holds that bias: the same
+    weights played at another operating point differ."""
+    bias = ask_bias_of(path)
+    key = readback.eval_key(kind, played_digest(path, profile, bias), items_digest, profile)
     stored = readback.read_back(run_dir(profile, out_root), kind, name, key)
     if stored is not None:
         print(f"{name}: {kind} metrics read back (same model, items and settings)")
         return {**stored, "read_back": True}
     model, processor = load_checkpoint(profile, path)
     try:
-        return evaluate(model, processor, {readback.KEY: key})
+        return evaluate(model, processor, {readback.KEY: key}, bias)
     finally:
         del model
         gc.collect()
@@ -147,9 +147,8 @@ def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list | None = 
     bias, `training.checkpoints.ask_bias_of`), free the model."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     path = path if path is not None else checkpoint_path(profile, name)
-    bias = ask_bias_of(path)
     return _evaluate_once(profile, "task", name, path, readback.tasks_digest(tasks), out_root,
-                          lambda model, processor, extra: episodes.evaluate_tasks(
+                          lambda model, processor, extra, bias: episodes.evaluate_tasks(
                               name, episodes.model_policy(model, processor, profile, ask_bias=bias), tasks, profile, out_root,
                               extra=extra, progress=progress))
 

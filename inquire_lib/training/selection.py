@@ -15,7 +15,7 @@ validation tasks online (greedy, as the held-out task evaluation does) until one
 episodes with a needless inquiry at most that bound; when none does, the one with the lowest share
 is kept and the record says the constraints were not met.
 
-With `select_ask_biases`, the chosen checkpoint then gets an operating point (`select_ask_bias`): the
+With `select_ask_biases`, the chosen checkpoint then gets an operating point (`choose_ask_bias`): the
 bias on its tool call's ask decision, nearest zero first, under which the validation tasks played online
 keep that share at most `select_ask_max_share`. Weights and choice stay; the step and task evaluations
 of the checkpoint apply the bias (`training.checkpoints.ask_bias_of`).
@@ -143,17 +143,21 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
             profile.select_max_needless_episodes)
     else:
         chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
-    _keep(run, chosen["path"], {**meta, "selected_step": chosen["step"], "constraints_met": met})
+    picked = {}
+    if profile.select_ask_biases:
+        known = {row["step"]: row["needless_episodes"] for row in online}
+        bias, bias_met, shares = choose_ask_bias(profile, chosen["path"], meta.get("base"),
+                                                 {0.0: known[chosen["step"]]} if chosen["step"] in known else None)
+        picked = {"ask_bias": bias, "ask_bias_met": bias_met}
+    _keep(run, chosen["path"], {**meta, "selected_step": chosen["step"], "constraints_met": met, **picked})
     record = {"checkpoint": name, "profile": profile.name, "validation_tasks": profile.val_tasks,
               "validation_steps": len(records), "max_needless": profile.select_max_needless,
               "max_safe_drop": profile.select_max_safe_drop, "start": start, "checkpoints": rows,
               "max_needless_episodes": profile.select_max_needless_episodes, "online": online,
               "selected_step": chosen["step"], "constraints_met": met}
+    if picked:
+        record |= {"ask_biases": shares, **picked, "ask_max_share": profile.select_ask_max_share}
     write_json_atomic(metrics_dir(profile, out_root) / f"selection_{name}.json", record)
-    if profile.select_ask_biases:
-        known = {row["step"]: row["needless_episodes"] for row in online}
-        record = select_ask_bias(profile, name, run, out_root, known={0.0: known[chosen["step"]]}
-                                 if chosen["step"] in known else None)
     return record
 
 
@@ -168,13 +172,11 @@ def _keep(run: Path, source: str | Path, meta: dict) -> None:
         write_marker(tmp)
 
 
-def select_ask_bias(profile: Profile, name: str, run: Path, out_root=None, known: dict | None = None) -> dict:
-    """Choose the operating point of run `name`'s chosen checkpoint (`run/selected`): the first of
-    `profile.select_ask_biases` whose validation tasks, played online with that bias on the ask decision,
-    keep the share of episodes with a needless inquiry at most `profile.select_ask_max_share` (the lowest
-    share when none does; `known`: shares already measured, by bias). The bias goes into the checkpoint's
-    record, where the step and task evaluations read it, and into `selection_<name>.json`; the weights
-    stay as they are.
+def choose_ask_bias(profile: Profile, path: str, base: str | None, known: dict | None = None) -> tuple[float, bool, list[dict]]:
+    """The operating point of the checkpoint at `path`: the first of `profile.select_ask_biases` whose
+    validation tasks, played online with that bias on the ask decision, keep the share of episodes with a
+    needless inquiry at most `profile.select_ask_max_share` (the lowest share when none does; `known`:
+    shares already measured, by bias); whether one met it; the shares played.
 
     Why: a checkpoint that meets the online bound on 80 validation episodes by a hair tends to exceed it
     on the held-out tasks (the first candidate under a noisy bound is the lucky side of its noise), and
@@ -182,15 +184,21 @@ def select_ask_bias(profile: Profile, name: str, run: Path, out_root=None, known
     Measured on the cpu profile from full SFT (docs/grpo_inquiry_gain.md): every seed needed -6, which kept
     its episodes within the bound at 24.5-55 points of step ISR, since its needless asks online are as
     confident as its due ones; so no profile turns it on."""
-    selected = run / "selected"
-    meta = json.loads((selected / "inquire_train.json").read_text())
     tasks = validation_tasks(profile)
     known = known or {}
-    bias, met, shares = first_within(
+    return first_within(
         [float(b) for b in profile.select_ask_biases],
-        lambda b: known[b] if b in known else needless_episode_share(profile, str(selected), tasks, base=meta.get("base"),
-                                                                     ask_bias=b),
+        lambda b: known[b] if b in known else needless_episode_share(profile, path, tasks, base=base, ask_bias=b),
         profile.select_ask_max_share, lambda b: {"ask_bias": b})
+
+
+def select_ask_bias(profile: Profile, name: str, run: Path, out_root=None, known: dict | None = None) -> dict:
+    """`choose_ask_bias` for a choice already made (`run/selected`, e.g. by a run without
+    `select_ask_biases`): the bias goes into the checkpoint's record, where the step and task evaluations
+    read it, and into `selection_<name>.json`; the weights stay as they are."""
+    selected = run / "selected"
+    meta = json.loads((selected / "inquire_train.json").read_text())
+    bias, met, shares = choose_ask_bias(profile, str(selected), meta.get("base"), known)
     _keep(run, selected, {**meta, "ask_bias": bias, "ask_bias_met": met})
     path = metrics_dir(profile, out_root) / f"selection_{name}.json"
     record = json.loads(path.read_text()) if path.is_file() else {"checkpoint": name, "profile": profile.name}
