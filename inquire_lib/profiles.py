@@ -190,6 +190,13 @@ class Profile:
     # nothing calls for goes untrained by them
     grpo_detour_share: float = 0.0
     grpo_detour_tasks: int = 400
+    # of GRPO prompts that are the start's own mistakes: the states where the start checkpoint, played greedily
+    # on `grpo_mistake_tasks` fresh training tasks, had one of the step outcomes `grpo_mistake_outcomes`
+    # (`training.mistakes`: its needless asks, with whatever history led there). Like the detours, taken from
+    # the other steps. sft_full on 400 tasks: 1,525 mistakes, 122 needless and 35 missed inquiries among them
+    grpo_mistake_share: float = 0.0
+    grpo_mistake_tasks: int = 400
+    grpo_mistake_outcomes: tuple[str, ...] = ("needless_inquiry", "missed_inquiry")
     num_generations: int = 8
     grpo_lr: float = 2e-4
     beta: float = 0.0

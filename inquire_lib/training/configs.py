@@ -26,7 +26,8 @@ from .devices import batch_kwargs, vllm_kwargs
 GRPO_SETTINGS = ("grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
                  "top_entropy_quantile", "grpo_iterations", "loss_type", "scale_rewards", "max_completion_length",
                  "reward_funcs", "reward_weights", "missed_penalty", "needless_penalty", "grpo_inquiry_share",
-                 "grpo_followup_share", "grpo_detour_share", "grpo_detour_tasks", "grpo_save_steps", "val_tasks",
+                 "grpo_followup_share", "grpo_detour_share", "grpo_detour_tasks", "grpo_mistake_share",
+                 "grpo_mistake_tasks", "grpo_mistake_outcomes", "grpo_save_steps", "val_tasks",
                  "val_inquiry_steps", "select_max_needless", "select_max_safe_drop", "grpo_seeds")
 # config fields that do not change what is trained (progress bars follow the CI variable)
 _NOT_RECORDED = ("disable_tqdm",)

@@ -59,16 +59,17 @@ def _png(image) -> dict:
     return {"bytes": buf.getvalue(), "path": None}
 
 
-def label_state(env: PhoneEnv, record: dict, round_index: int, turn: int) -> dict:
+def label_state(env: PhoneEnv, record: dict, round_index: int, turn: int, id_prefix: str | None = None) -> dict:
     """The state an episode is in (its prompt `record`), as a step record of the benchmark's schema
-    labelled with the expert's action and reasoning."""
+    labelled with the expert's action and reasoning; its id `<id_prefix>/<task>/<turn>` (default
+    `dagger-r<round_index>`)."""
     task = env.task
     think, action = expert_act(env)
     step = env.current_step
     bbox = list(step.screen.element(step.target).bbox) if step is not None and step.target else [-1, -1, -1, -1]
     prev = record["prev_screenshot"]
     return {
-        "id": f"dagger-r{round_index}/{task.task_id}/{turn}", "task_id": task.task_id, "step": turn,
+        "id": f"{id_prefix or f'dagger-r{round_index}'}/{task.task_id}/{turn}", "task_id": task.task_id, "step": turn,
         "num_steps": len(task.steps), "app": task.app, "template": task.template, "category": task.category,
         "subcategory": task.subcategory, "instruction": task.instruction, "history": list(record["history"]),
         "screenshot": screen_png(env.screen), "prev_screenshot": None if prev is None else _png(prev),
@@ -93,8 +94,9 @@ class Labeller:
     `repeat_key` (0: no cap); with probability `beta` per turn the expert's own action is played
     instead of the policy's (the state is labelled all the same)."""
 
-    def __init__(self, profile: Profile, round_index: int, beta: float = 0.0, seed: int = 0):
-        self.profile, self.round_index, self.beta = profile, round_index, beta
+    def __init__(self, profile: Profile, round_index: int, beta: float = 0.0, seed: int = 0,
+                 id_prefix: str | None = None):
+        self.profile, self.round_index, self.beta, self.id_prefix = profile, round_index, beta, id_prefix
         self.rng = random.Random(f"dagger:{seed}:{round_index}")
         self.states: list[dict] = []
         self.repeats_dropped = 0
@@ -117,7 +119,7 @@ class Labeller:
             for i, (rec, env) in enumerate(zip(records, envs)):
                 turn = self._turns.get(env.task.task_id, 0)
                 self._turns[env.task.task_id] = turn + 1
-                label = label_state(env, rec, self.round_index, turn)
+                label = label_state(env, rec, self.round_index, turn, self.id_prefix)
                 if self._keep(env, label):
                     self.states.append(label)
                 else:

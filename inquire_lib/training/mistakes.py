@@ -1,0 +1,81 @@
+"""Stage 2's prompts from the start's own mistakes: the states where the checkpoint GRPO starts from,
+played greedily on fresh training tasks, did not do what the simulator's expert would.
+
+GRPO's other prompts are the expert's own steps (and the expert's own detours): states the start
+may never reach, while the states it does reach after its own errors (its needless ask answered with
+"nothing to clarify", the screen after a wrong type or click) go untrained. Here
+
+    play `start` greedily on `grpo_mistake_tasks` fresh training tasks (`data.benchmark.GRPO_MISTAKES_FIRST`
+        onwards), every visited state labelled by the expert (`training.dagger.Labeller`);
+    keep the states whose step outcome (`evaluation.episodes`) is one of `grpo_mistake_outcomes`: by
+        default a needless or missed inquiry (of sft_full's 1,525 mistakes on 400 tasks, 1,019 are a
+        wrong argument, mostly one wrong value typed again and again; 157 are inquiries).
+
+Each kept state is a prompt with the expert's label, scored by the same rewards as any other, so
+GRPO prices exactly the choices the start gets wrong where it meets them. The states depend on the
+start's weights: they are cached under the start's content digest (`training.grpo.model_digest`)
+and the settings that shape the play.
+"""
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+
+import datasets
+
+from ..data.benchmark import DATA_VERSION, GRPO_MISTAKES_FIRST, _cached_dataset, task_at
+from ..evaluation.episodes import model_policy, run_episodes
+from ..profiles import Profile
+from ..runs.paths import cache_dir
+from .dagger import Labeller, to_dataset
+from .models import load_checkpoint
+
+# the profile's fields that change which states a play visits and how they are labelled
+_PLAY_FIELDS = ("seed", "train_values", "max_episode_steps", "eval_max_new_tokens", "eval_repetition_penalty",
+                "use_think", "use_prev_screenshot", "a11y_coords", "load_in_4bit")
+
+
+def mistake_tasks(profile: Profile) -> list:
+    return [task_at(profile.seed, "train", GRPO_MISTAKES_FIRST + i, profile.train_values)
+            for i in range(profile.grpo_mistake_tasks)]
+
+
+def mistakes_of(labelled: list[dict], played: list[dict], outcomes=None) -> list[dict]:
+    """The labelled states (`dagger.label_state`: task_id, step) whose step in the played episodes has one
+    of the `outcomes` (None: any outcome other than "correct")."""
+    outcome = {(ep["task_id"], st["step"]): st["outcome"] for ep in played for st in ep["steps"]}
+    missing = [(s["task_id"], s["step"]) for s in labelled if (s["task_id"], s["step"]) not in outcome]
+    if missing:
+        raise ValueError(f"labelled states with no played step: {missing[:3]}")
+    wrong = (lambda o: o != "correct") if outcomes is None else (lambda o: o in outcomes)
+    return [s for s in labelled if wrong(outcome[(s["task_id"], s["step"])])]
+
+
+def play_key(profile: Profile, start_digest: str) -> str:
+    fields = {k: getattr(profile, k) for k in _PLAY_FIELDS}
+    blob = json.dumps({"start": start_digest, "tasks": profile.grpo_mistake_tasks,
+                       "outcomes": sorted(profile.grpo_mistake_outcomes), **fields}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def mistake_states(profile: Profile, start: str) -> datasets.Dataset:
+    """The start's mistakes as step records of the benchmark's schema (ids `mistake/<task>/<turn>`),
+    played once per start and settings, then read from the cache."""
+    from .grpo import model_digest
+
+    key = play_key(profile, model_digest(start, profile))
+    path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{profile.seed}-grpo-mistakes-{key}"
+
+    def build() -> datasets.Dataset:
+        labeller = Labeller(profile, 0, id_prefix="mistake")
+        model, processor = load_checkpoint(profile, start)
+        try:
+            played = run_episodes(labeller.wrap(model_policy(model, processor, profile)), mistake_tasks(profile),
+                                  profile)
+        finally:
+            del model
+            gc.collect()
+        return to_dataset(mistakes_of(labeller.states, played, profile.grpo_mistake_outcomes))
+
+    return _cached_dataset(path, build)
