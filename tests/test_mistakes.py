@@ -75,5 +75,6 @@ def test_the_played_tasks_and_the_cache_key():
     assert key == play_key(profile, "d0") and len(key) == 16
     assert len({key, play_key(profile, "d1"), play_key(profile.replace(grpo_mistake_tasks=4), "d0"),
                 play_key(profile.replace(max_episode_steps=9), "d0"),
-                play_key(profile.replace(grpo_mistake_outcomes=("needless_inquiry",)), "d0")}) == 5
+                play_key(profile.replace(grpo_mistake_outcomes=("needless_inquiry",)), "d0"),
+                play_key(profile.replace(eval_batch=7), "d0")}) == 6
     assert play_key(profile.replace(grpo_steps=99), "d0") == key  # training settings do not change the play

@@ -196,7 +196,7 @@ def _fingerprint_matches(path: Path) -> bool | str:
     return True if found == stored else f"{path / 'inquirebench.json'}: fingerprint {stored}, data gives {found}"
 
 
-def _cached_dataset(path: Path, build, adopt=None) -> datasets.Dataset:
+def cached_dataset(path: Path, build, adopt=None) -> datasets.Dataset:
     """The dataset cached at `path`, memory-mapped; `build()` makes it first when no complete copy is
     there (written beside it, its marker last, renamed into place)."""
     from ..runs.integrity import write_marker
@@ -211,7 +211,7 @@ def _cached_dataset(path: Path, build, adopt=None) -> datasets.Dataset:
 def load_or_build_validation(seed: int, n_tasks: int) -> datasets.Dataset:
     """The validation split for (seed, n_tasks), cached on disk after the first build."""
     path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-validation-n{n_tasks}"
-    return _cached_dataset(path, lambda: build_validation(seed, n_tasks),
+    return cached_dataset(path, lambda: build_validation(seed, n_tasks),
                            adopt=lambda: (datasets.load_from_disk(str(path)), True)[1])
 
 
@@ -288,7 +288,7 @@ def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None, name: str
 
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=path.parent) as scratch:  # the generator's own Arrow cache
-        return _cached_dataset(path, lambda: datasets.Dataset.from_generator(rows, features=FEATURES, cache_dir=scratch))
+        return cached_dataset(path, lambda: datasets.Dataset.from_generator(rows, features=FEATURES, cache_dir=scratch))
 
 
 def stage0_tasks(profile: Profile) -> datasets.Dataset:

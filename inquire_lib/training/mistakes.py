@@ -24,16 +24,16 @@ import json
 
 import datasets
 
-from ..data.benchmark import DATA_VERSION, GRPO_MISTAKES_FIRST, _cached_dataset, task_at
+from ..data.benchmark import DATA_VERSION, GRPO_MISTAKES_FIRST, cached_dataset, task_at
 from ..evaluation.episodes import model_policy, run_episodes
 from ..profiles import Profile
 from ..runs.paths import cache_dir
+from ..runs.readback import EVAL_SETTINGS
 from .dagger import Labeller, to_dataset
 from .models import load_checkpoint
 
-# the profile's fields that change which states a play visits and how they are labelled
-_PLAY_FIELDS = ("seed", "train_values", "max_episode_steps", "eval_max_new_tokens", "eval_repetition_penalty",
-                "use_think", "use_prev_screenshot", "a11y_coords", "load_in_4bit")
+# the profile's fields that change which states a play visits: an evaluation's, and how tasks are drawn
+_PLAY_FIELDS = EVAL_SETTINGS + ("train_values",)
 
 
 def mistake_tasks(profile: Profile) -> list:
@@ -55,7 +55,7 @@ def mistakes_of(labelled: list[dict], played: list[dict], outcomes=None) -> list
 def play_key(profile: Profile, start_digest: str) -> str:
     fields = {k: getattr(profile, k) for k in _PLAY_FIELDS}
     blob = json.dumps({"start": start_digest, "tasks": profile.grpo_mistake_tasks,
-                       "outcomes": sorted(profile.grpo_mistake_outcomes), **fields}, sort_keys=True)
+                       "outcomes": sorted(profile.grpo_mistake_outcomes), **fields}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -78,4 +78,4 @@ def mistake_states(profile: Profile, start: str) -> datasets.Dataset:
             gc.collect()
         return to_dataset(mistakes_of(labeller.states, played, profile.grpo_mistake_outcomes))
 
-    return _cached_dataset(path, build)
+    return cached_dataset(path, build)
