@@ -195,7 +195,7 @@ class Profile:
     # (`training.mistakes`: its needless asks, with whatever history led there). Like the detours, taken from
     # the other steps. sft_full on 400 tasks: 1,525 mistakes, 122 needless and 35 missed inquiries among them.
     # From full SFT at 0.1 (from the follow-ups, 0.1): 15 / 13 / 19 of 160 episodes with a needless ask over three
-    # seeds (22 / 21 / 15 without); off until the weak inquirer's chain is measured with it (docs/grpo_inquiry_gain.md)
+    # seeds (22 / 21 / 15 without); from sft_weak +15.0 / -7.0 / +34.0 points of step ISR, so off (docs/grpo_inquiry_gain.md)
     grpo_mistake_share: float = 0.0
     grpo_mistake_tasks: int = 400
     grpo_mistake_outcomes: tuple[str, ...] = ("needless_inquiry", "missed_inquiry")
