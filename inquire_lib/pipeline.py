@@ -163,22 +163,6 @@ def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_f
     return out + episodes.evaluate_reference_tasks(profile, tasks, out_root)
 
 
-def _labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list, beta: float = 0.0):
-    """Play the checkpoint at `path` greedily on `tasks`, every visited state labelled by the expert
-    (`training.dagger.Labeller`); returns (the labeller, which holds the states, and the episodes) and
-    frees the model."""
-    from .training.dagger import Labeller
-
-    labeller = Labeller(profile, round_index, beta, profile.seed)
-    model, processor = load_checkpoint(profile, path)
-    try:
-        played = episodes.run_episodes(labeller.wrap(episodes.model_policy(model, processor, profile)), tasks, profile)
-    finally:
-        del model
-        gc.collect()
-    return labeller, played
-
-
 @_timed("dagger")
 def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int | None = None,
            steps: int | None = None, tasks_per_round: int | None = None, beta: float | None = None,
@@ -187,7 +171,7 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
     policy out greedily on a new block of training tasks, labels every visited state with the expert
     and continues SFT on the expert data plus all states so far. Round r's model is
     `artifacts/<p>/<name>/round<r>/final`. Returns the last round's path and one `Round` per round."""
-    from .training.dagger import Round, continue_sft, round_tasks
+    from .training.dagger import Round, continue_sft, labelled_rollout, round_tasks
 
     rounds = profile.dagger_rounds if rounds is None else rounds
     steps = profile.dagger_steps if steps is None else steps
@@ -196,7 +180,7 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
     current, states, out = start, [], []
     for r in range(1, rounds + 1):
         t0 = time.time()
-        labeller, played = _labelled_rollout(profile, current, r, round_tasks(profile, r, per_round), beta)
+        labeller, played = labelled_rollout(profile, current, r, round_tasks(profile, r, per_round), beta)
         labelled = labeller.states
         states += labelled
         res = continue_sft(profile, current, states, artifacts_dir(profile) / name / f"round{r}", steps, callbacks)

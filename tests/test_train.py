@@ -188,6 +188,7 @@ def test_grpo_one_step_logs_each_reward(resumed):
 def test_grpo_trains_on_the_starts_mistakes_played_once(resumed, monkeypatch):
     """With `grpo_mistake_share`, the start is played on fresh training tasks and the states it got wrong join
     the prompts (ids `mistake/...`); the play is cached, so the same prompt set comes back without playing."""
+    from inquire_lib.evaluation import episodes
     from inquire_lib.training import mistakes
     from inquire_lib.training.grpo import grpo_records, prompts_digest
 
@@ -202,7 +203,7 @@ def test_grpo_trains_on_the_starts_mistakes_played_once(resumed, monkeypatch):
     def no_play(*args, **kwargs):
         raise AssertionError("played again")
 
-    monkeypatch.setattr(mistakes, "run_episodes", no_play)
+    monkeypatch.setattr(episodes, "run_episodes", no_play)
     records = grpo_records(profile, start=start)
     assert prompts_digest(records) == meta["prompts_digest"]
     assert sum(i.startswith("mistake/") for i in records["id"]) == 2

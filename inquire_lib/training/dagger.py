@@ -18,6 +18,7 @@ distribution. The expert reads the environment's position on the gold path, whic
 """
 from __future__ import annotations
 
+import gc
 import io
 import json
 import random
@@ -130,6 +131,23 @@ class Labeller:
             return outs
 
         return act
+
+
+def labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list, beta: float = 0.0,
+                     id_prefix: str | None = None) -> tuple[Labeller, list[dict]]:
+    """Play the checkpoint at `path` greedily on `tasks`, every visited state labelled by the expert
+    (`Labeller`); returns (the labeller, which holds the states, and the episodes) and frees the model."""
+    from ..evaluation.episodes import model_policy, run_episodes
+    from .models import load_checkpoint
+
+    labeller = Labeller(profile, round_index, beta, profile.seed, id_prefix)
+    model, processor = load_checkpoint(profile, path)
+    try:
+        played = run_episodes(labeller.wrap(model_policy(model, processor, profile)), tasks, profile)
+    finally:
+        del model
+        gc.collect()
+    return labeller, played
 
 
 def round_tasks(profile: Profile, round_index: int, per_round: int) -> list:

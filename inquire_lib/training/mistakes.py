@@ -18,19 +18,16 @@ and the settings that shape the play.
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 
 import datasets
 
 from ..data.benchmark import DATA_VERSION, GRPO_MISTAKES_FIRST, cached_dataset, task_at
-from ..evaluation.episodes import model_policy, run_episodes
 from ..profiles import Profile
 from ..runs.paths import cache_dir
 from ..runs.readback import EVAL_SETTINGS
-from .dagger import Labeller, to_dataset
-from .models import load_checkpoint
+from .dagger import labelled_rollout, to_dataset
 
 # the profile's fields that change which states a play visits: an evaluation's, and how tasks are drawn
 _PLAY_FIELDS = EVAL_SETTINGS + ("train_values",)
@@ -68,14 +65,7 @@ def mistake_states(profile: Profile, start: str) -> datasets.Dataset:
     path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{profile.seed}-grpo-mistakes-{key}"
 
     def build() -> datasets.Dataset:
-        labeller = Labeller(profile, 0, id_prefix="mistake")
-        model, processor = load_checkpoint(profile, start)
-        try:
-            played = run_episodes(labeller.wrap(model_policy(model, processor, profile)), mistake_tasks(profile),
-                                  profile)
-        finally:
-            del model
-            gc.collect()
+        labeller, played = labelled_rollout(profile, start, 0, mistake_tasks(profile), id_prefix="mistake")
         return to_dataset(mistakes_of(labeller.states, played, profile.grpo_mistake_outcomes))
 
     return cached_dataset(path, build)
