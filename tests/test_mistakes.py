@@ -67,6 +67,22 @@ def test_the_prompt_mix_takes_its_mistake_share_from_the_other_steps(monkeypatch
         grpo_records(profile, n=40, start="/ckpt/sft_full")
 
 
+def test_a_start_with_few_mistakes_gives_no_more_draws_than_it_has(monkeypatch):
+    """A start with fewer mistakes than its share has slots gets as many mistake prompts as it has mistakes;
+    the slots left over go to the other steps, and the inquiry prompts stay as without mistakes."""
+    states, played = played_mistakes("random")
+    mistakes = to_dataset(mistakes_of(states, played)).select([0, 1, 2])
+    monkeypatch.setattr(grpo_module, "mistake_states", lambda profile, start: mistakes)
+    profile = SMOKE.replace(grpo_inquiry_share=0.5, grpo_followup_share=0.25, grpo_mistake_share=0.25)
+    records = grpo_records(profile, n=40, start="/ckpt/sft_weak")
+    train_ids = set(benchmark(profile)["train"]["id"])
+    off = [rid for rid in records["id"] if rid not in train_ids]
+    assert len(records) == 40 and len(off) == 3 and set(off) <= set(mistakes["id"])
+    plain = grpo_records(profile.replace(grpo_mistake_share=0.0), n=40)
+    on_path = [r for rid, r in zip(records["id"], records["inquiry_required"]) if rid in train_ids]
+    assert sum(on_path) == sum(plain["inquiry_required"]) == 20 and len(on_path) == 37
+
+
 def test_the_played_tasks_and_the_cache_key():
     profile = SMOKE.replace(grpo_mistake_tasks=3)
     assert [t.task_id for t in mistake_tasks(profile)] == [task_at(SMOKE.seed, "train", 1_475_000 + i).task_id

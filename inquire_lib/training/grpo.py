@@ -45,7 +45,11 @@ def grpo_records(profile: Profile, n: int | None = None, start: str | None = Non
     share_after = profile.grpo_inquiry_share if profile.grpo_followup_share is None else profile.grpo_followup_share
     k_after = min(round(n * share_after), n - k)
     k_detour = min(round(n * profile.grpo_detour_share), n - k - k_after)
-    k_mistake = min(round(n * profile.grpo_mistake_share), n - k - k_after - k_detour)
+    mistakes = _mistake_pool(profile, start) if profile.grpo_mistake_share else None
+    # no more draws than kept mistakes: a start that rarely errs leaves the rest of the share to the other
+    # steps, instead of drilling its few mistakes over and over
+    k_mistake = min(round(n * profile.grpo_mistake_share), n - k - k_after - k_detour,
+                    len(mistakes) if mistakes is not None else 0)
     pick = lambda pool, m: [rng.choice(pool) for _ in range(m)] if pool else []
     idx = pick(required, k) + pick(after, k_after) + pick(other, max(0, n - k - k_after - k_detour - k_mistake))
     rng.shuffle(idx)
@@ -57,12 +61,6 @@ def grpo_records(profile: Profile, n: int | None = None, start: str | None = Non
                              "grpo_detour_tasks give no step off the path")
         parts.append(detours.select(pick(range(len(detours)), k_detour)).cast(parts[0].features))
     if k_mistake:
-        if start is None:
-            raise ValueError(f"grpo_mistake_share={profile.grpo_mistake_share} needs the start checkpoint")
-        mistakes = mistake_states(profile, start)
-        if len(mistakes) == 0:
-            raise ValueError(f"grpo_mistake_share={profile.grpo_mistake_share} but the start makes no mistake "
-                             f"on {profile.grpo_mistake_tasks} grpo_mistake_tasks")
         parts.append(mistakes.select(pick(range(len(mistakes)), k_mistake)).cast(parts[0].features))
     prompts = parts[0]
     if len(parts) > 1:
@@ -71,6 +69,16 @@ def grpo_records(profile: Profile, n: int | None = None, start: str | None = Non
         rng.shuffle(order)  # the extra states among the others, not after them
         prompts = prompts.select(order)
     return training_records(prompts, profile, 1.0)
+
+
+def _mistake_pool(profile: Profile, start: str | None) -> datasets.Dataset:
+    if start is None:
+        raise ValueError(f"grpo_mistake_share={profile.grpo_mistake_share} needs the start checkpoint")
+    mistakes = mistake_states(profile, start)
+    if len(mistakes) == 0:
+        raise ValueError(f"grpo_mistake_share={profile.grpo_mistake_share} but the start makes no mistake "
+                         f"on {profile.grpo_mistake_tasks} grpo_mistake_tasks")
+    return mistakes
 
 
 def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
