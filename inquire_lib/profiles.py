@@ -193,7 +193,7 @@ class Profile:
     # of GRPO prompts that are the start's own mistakes: the states where the start checkpoint, played greedily
     # on `grpo_mistake_tasks` fresh training tasks, had one of the step outcomes `grpo_mistake_outcomes`
     # (`training.mistakes`: its needless asks, with whatever history led there). Like the detours, taken from
-    # the other steps. sft_full on 400 tasks: 1,525 mistakes, 122 needless and 35 missed inquiries among them.
+    # the other steps, and never more prompts than the start has mistakes. sft_full on 400 tasks: 1,525 mistakes, 122 needless and 35 missed inquiries among them.
     # From full SFT at 0.1 (from the follow-ups, 0.1): 15 / 13 / 19 of 160 episodes with a needless ask over three
     # seeds (22 / 21 / 15 without); from sft_weak +15.0 / -7.0 / +34.0 points of step ISR, so off (docs/grpo_inquiry_gain.md)
     grpo_mistake_share: float = 0.0

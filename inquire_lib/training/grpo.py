@@ -45,11 +45,10 @@ def grpo_records(profile: Profile, n: int | None = None, start: str | None = Non
     share_after = profile.grpo_inquiry_share if profile.grpo_followup_share is None else profile.grpo_followup_share
     k_after = min(round(n * share_after), n - k)
     k_detour = min(round(n * profile.grpo_detour_share), n - k - k_after)
-    mistakes = _mistake_pool(profile, start) if profile.grpo_mistake_share else None
+    mistakes = _mistake_pool(profile, start) if profile.grpo_mistake_share else ()
     # no more draws than kept mistakes: a start that rarely errs leaves the rest of the share to the other
     # steps, instead of drilling its few mistakes over and over
-    k_mistake = min(round(n * profile.grpo_mistake_share), n - k - k_after - k_detour,
-                    len(mistakes) if mistakes is not None else 0)
+    k_mistake = min(round(n * profile.grpo_mistake_share), n - k - k_after - k_detour, len(mistakes))
     pick = lambda pool, m: [rng.choice(pool) for _ in range(m)] if pool else []
     idx = pick(required, k) + pick(after, k_after) + pick(other, max(0, n - k - k_after - k_detour - k_mistake))
     rng.shuffle(idx)
