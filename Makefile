@@ -1,5 +1,5 @@
 # Inquire workbench: one way to install, run, test and benchmark.
-#   make run [PROFILE=smoke|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
+#   make run [PROFILE=quick|smoke|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
 #                                      execute every notebook with papermill as a named run
 #   make test                          import contracts + the whole pytest suite (installs chromium if it can)
 #   make test-fast                     import contracts + the tests not marked slow (no notebooks, training, browser)
@@ -8,7 +8,7 @@
 #   make dashboard                     TensorBoard over every run (papermill_runs/<profile>/<run>/tensorboard)
 #   make strip                         clear outputs of notebooks/*.ipynb
 
-PROFILE ?= cpu
+PROFILE ?= quick
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin

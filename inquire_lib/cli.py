@@ -284,7 +284,9 @@ def _parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=_validate)
     r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/<name>/",
                        parents=[debug])
-    r.add_argument("--profile", default="cpu")
+    from .profiles import DEFAULT_PROFILE
+
+    r.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
     r.add_argument("--only", nargs="*", help="notebook prefixes, e.g. 01 02")
     r.add_argument("--set", action="append", metavar="KEY=VALUE",
                    help="override a profile field (repeatable), e.g. --set grpo_lr=1e-4 --set missed_penalty=2")

@@ -45,7 +45,7 @@ from .training.grpo import model_digest
 from .training.models import load_checkpoint
 from .training.sft import base_agent as _base_agent
 from .training.sft import sft as _sft
-from .viz import explore, inspector, plots, report
+from .viz import closing, explore, inspector, plots, report
 from .viz import overlays as viz
 
 __all__ = [  # what the notebooks use
@@ -55,7 +55,7 @@ __all__ = [  # what the notebooks use
     "plots", "report", "viz", "profile_of", "save_fig", "write_notebook_metrics", "grpo_settings",
     "select_checkpoint", "evaluate_checkpoint", "evaluate_references", "evaluate_checkpoint_tasks",
     "evaluate_all_tasks", "load_metrics", "load_task_metrics", "load_predictions", "ablations", "seed_names",
-    "grpo_seeds", "seeds",
+    "grpo_seeds", "seeds", "closing",
 ]
 
 

@@ -352,6 +352,9 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
     grpo_save_steps=10, task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=5, ablation_grpo_steps=2,
     ablation_seeds=1, eval_inquiry_steps=0, val_inquiry_steps=0, grpo_seeds=1, parallel_runs=1)
 
+# what `make run`, `inquire run` and every notebook's parameters cell use when no profile is named
+DEFAULT_PROFILE = "quick"
+
 # what each profile can and cannot show; the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {
     "smoke": ("Smoke checks the plumbing, not learning: a ~0.4M-parameter model for a few steps, so trained "

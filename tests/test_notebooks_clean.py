@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 
+from inquire_lib.profiles import DEFAULT_PROFILE, PROFILES
 from inquire_lib.runs import notebooks as runs
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[1] / "notebooks"
@@ -78,10 +79,34 @@ def test_one_idiom_one_front_door():
         assert "profile = pipeline.profile_of(PROFILE, SEED, OVERRIDES)" in code, path.name
         assert runs.declared_parameters(path) >= {"PROFILE", "SEED", "OVERRIDES"}, path.name
         params = next(c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
-        assert re.search(r"^OVERRIDES = \{\}", params.source, re.M) and re.search(r"^PROFILE = 'smoke'", params.source, re.M), path.name
+        assert re.search(r"^OVERRIDES = \{\}", params.source, re.M), path.name
+        assert re.search(rf"^PROFILE = '{DEFAULT_PROFILE}'", params.source, re.M), path.name
         assert "get_profile" not in code and "write_json_atomic" not in code, path.name
         if path in NUMBERED:
             assert f'NOTEBOOK = "{path.stem}"' in code, path.name
             assert code.count("pipeline.write_notebook_metrics(profile, NOTEBOOK,") == 1, path.name
             figures = re.findall(r"pipeline\.show_fig\(", code)
             assert figures and ".save(" not in code and "save_fig(" not in code, path.name
+
+
+def test_one_default_profile_everywhere():
+    """`make run`, `inquire run` and every notebook opened by hand use the same profile when none is named."""
+    from inquire_lib.cli import _parser
+
+    assert DEFAULT_PROFILE in PROFILES
+    makefile = (NOTEBOOKS_DIR.parent / "Makefile").read_text()
+    assert re.findall(r"^PROFILE \?= (\S+)$", makefile, re.M) == [DEFAULT_PROFILE]
+    assert _parser().parse_args(["run"]).profile == DEFAULT_PROFILE
+    for path in NOTEBOOKS:
+        params = next(c for c in nbformat.read(path, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+        assert re.findall(r"^PROFILE = '(\w+)'", params.source, re.M) == [DEFAULT_PROFILE], path.name
+
+
+def test_every_numbered_notebook_ends_on_its_closing_summary():
+    """The last cell renders the headline numbers and what they show from the metrics file just written."""
+    for path in NUMBERED:
+        cells = nbformat.read(path, as_version=4).cells
+        assert cells[-1].cell_type == "code" and cells[-1].source == "pipeline.closing.show(path)", path.name
+        assert cells[-2].cell_type == "markdown" and cells[-2].source.startswith("## What this run measured"), path.name
+        code = "\n".join(c.source for c in cells if c.cell_type == "code")
+        assert "path = pipeline.write_notebook_metrics(profile, NOTEBOOK," in code, path.name
