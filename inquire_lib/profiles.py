@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .world.values import TRAIN_VALUES
-
+# how training tasks draw slot values and phrasings (`world.values`): "fixed" (the train pools and the
+# template's sentence) or "procedural" (open-ended composed values and composed phrasings)
+TRAIN_VALUES = ("fixed", "procedural")
 TOKENIZER_SPACES = ("attached", "isolated")
 TOKENIZER_DIGITS = ("merged", "split")
 TOKENIZER_SLOTS = ("apart", "joined")

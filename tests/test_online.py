@@ -178,7 +178,9 @@ def test_evaluate_tasks_writes_trajectories_and_metrics(tmp_path, tasks):
     assert online.load_trajectories(PROFILE, "expert", out_root=tmp_path)[0]["task_id"] == ep["task_id"]
     assert [x["checkpoint"] for x in online.load_task_metrics(PROFILE, out_root=tmp_path)] == ["expert"]
     # a strip of the episode for the notebook
-    fig = online.trajectory_strip(ep, run / "eval")
+    from inquire_lib.viz.overlays import episode_strip
+
+    fig = episode_strip(ep, run / "eval")
     assert len(fig.layout.images) == ep["n_steps"]
 
 
@@ -230,5 +232,7 @@ def test_table_and_bars(expert_episodes):
     ms = [{"checkpoint": "expert", **task_metrics(expert_episodes)}]
     table = online.task_table(ms)
     assert table.loc["expert", "success_rate"] == 1.0 and table.loc["expert", "success_rate_ci"].startswith("0.9")
-    fig = online.task_bars(ms)
+    from inquire_lib.viz.plots import task_bars
+
+    fig = task_bars(ms)
     assert len(fig.data) == 1 and list(fig.data[0].x)[:2] == ["success_rate", "isr"]

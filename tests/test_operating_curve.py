@@ -69,7 +69,7 @@ def tokenizer(tmp_path_factory):
 
 @pytest.mark.parametrize("use_think", [True, False])
 def test_fork_tokens_part_an_asking_completion_from_an_acting_one(tokenizer, use_think):
-    from inquire_lib.evaluation.operating_curve import find_fork
+    from inquire_lib.evaluation.fork import find_fork
     fork = find_fork(tokenizer, use_think)
     assert fork.ask_token != fork.act_token
     ask_text = "Inquiry check: needed" if use_think else '"action": "call_user"'
@@ -79,7 +79,7 @@ def test_fork_tokens_part_an_asking_completion_from_an_acting_one(tokenizer, use
 def test_fork_bias_records_the_margin_and_shifts_only_the_fork(tokenizer):
     import torch
 
-    from inquire_lib.evaluation.operating_curve import ForkBias, find_fork
+    from inquire_lib.evaluation.fork import ForkBias, find_fork
     fork = find_fork(tokenizer, use_think=True)
     prompt = tokenizer.encode("Task: delete it", add_special_tokens=False)
     at_fork = tokenizer.encode("<think>Target: Delete <b0>. Inquiry check:", add_special_tokens=False)
@@ -124,7 +124,7 @@ def test_ask_bias_processor_shifts_the_tool_calls_ask_token_only(tokenizer):
     action name is decided; the reasoning's "Inquiry check:" word is left alone."""
     import torch
 
-    from inquire_lib.evaluation.operating_curve import ask_bias_processor, find_fork
+    from inquire_lib.evaluation.fork import ask_bias_processor, find_fork
     fork = find_fork(tokenizer, use_think=False)
     prompt = tokenizer.encode("Task: delete it", add_special_tokens=False)
     at_action = tokenizer.encode('<tool_call>{"name": "mobile_use", "arguments": {"action": "', add_special_tokens=False)

@@ -36,7 +36,8 @@ MAX_TIME = 3_600.0
 # Texts longer than this are judged on their first MAX_CHARS characters only (and are never
 # well formatted), so that a runaway generation cannot stall parsing or the rewards.
 MAX_CHARS = 100_000
-# Screen frame of the generated world (inquire_lib.world.apps.SCREEN_W / SCREEN_H).
+# The generated phone's screen (width, height) in pixels: the frame its actions are written in
+# (`world.apps` draws the phone at this size).
 DEFAULT_SCREEN_WH = (360, 720)
 
 _TAG_RE = re.compile(r"</?(?:think|tool_call)>")

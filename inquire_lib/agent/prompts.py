@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import json
 
-from .actions import Action, Frame, format_completion
+from .actions import DEFAULT_SCREEN_WH, Action, Frame, format_completion
 from ..profiles import Profile
-from ..world.apps import SCREEN_H, SCREEN_W
 
 HISTORY_LINES = 6
 
@@ -27,7 +26,7 @@ def system_prompt() -> str:
 
 
 def frame_for(profile: Profile) -> Frame:
-    return Frame.for_screen(SCREEN_W, SCREEN_H, profile.min_pixels, profile.max_pixels)
+    return Frame.for_screen(*DEFAULT_SCREEN_WH, profile.min_pixels, profile.max_pixels)
 
 
 def a11y_lines(a11y: list[dict], frame: Frame | None, coords: bool = True) -> list[str]:

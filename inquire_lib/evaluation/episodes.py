@@ -321,26 +321,6 @@ def find_self_corrections(profile: Profile, names, out_root: str | Path | None =
     return found
 
 
-def trajectory_strip(episode: dict, eval_dir: str | Path, highlight_step: int | None = None):
-    """`viz.overlays.trajectory_strip` of one saved episode: its screenshots framed in each turn's outcome colour."""
-    from PIL import Image
-
-    from ..viz.overlays import trajectory_strip as strip
-
-    eval_dir = Path(eval_dir)
-    preds, shots = [], []
-    for st in episode["steps"]:
-        preds.append({"id": f"{episode['task_id']}/{st['step']}", "task_id": episode["task_id"], "step": st["step"],
-                      "outcome": st["outcome"], "frame": episode["frame"],
-                      "checkpoint": episode.get("checkpoint", "")})
-        with Image.open(eval_dir / st["screenshot"]) as im:
-            shots.append(im.convert("RGB"))
-    fig = strip(preds, shots, highlight_step=highlight_step)
-    fig.update_layout(title_text=f"{episode.get('checkpoint', '')} · {episode['task_id']} ({episode['subcategory']}): "
-                                 f"{'success' if episode['success'] else 'failure'}")
-    return fig
-
-
 def task_table(all_metrics: list[dict]):
     """One row per checkpoint: each rate (with its 95% interval) and the means."""
     import pandas as pd
@@ -355,9 +335,3 @@ def task_table(all_metrics: list[dict]):
         row.update({k: None if o[k] is None else round(o[k], 2) for k in MEANS})
         rows.append(row)
     return pd.DataFrame(rows).set_index("checkpoint")
-
-
-def task_bars(all_metrics: list[dict], title: str = "task level: SR, ISR, needless and unsafe rates (95% Wilson CI)"):
-    from ..viz.plots import metrics_bars
-    return metrics_bars(all_metrics, keys=("success_rate", "isr", "needless_rate", "unsafe_rate", "recovery_rate"),
-                        title=title)

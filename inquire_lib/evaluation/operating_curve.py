@@ -20,12 +20,11 @@ that the decision at the fork carries through to the tool call.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-ASK_THINK = "Inquiry check: needed"
-ACT_THINK = "Inquiry check: not needed"
+from ..agent.actions import parse_completion
+from .fork import ForkBias, find_fork
 
 
 # ------------------------------------------------------------------------ pure curve maths
@@ -97,72 +96,12 @@ def bootstrap_auc(margins, labels, n_boot: int = 1000, seed: int = 0, level: flo
             "n_boot": n_boot, "seed": seed}
 
 
-# ------------------------------------------------------------------- the fork in generation
-@dataclass(frozen=True)
-class Fork:
-    """Where the ask-or-act decision is taken: the text that precedes it and the ask token."""
-    marker: str
-    ask_token: int
-    act_token: int
-
-
-def find_fork(tokenizer, use_think: bool) -> Fork:
-    """The first token where an asking completion and an acting one part, after their common text."""
-    if use_think:
-        marker, ask, act = "Inquiry check:", ASK_THINK, ACT_THINK
-    else:
-        marker = '"action": "'
-        ask, act = marker + 'call_user"', marker + 'click"'
-    a, b = tokenizer.encode(ask, add_special_tokens=False), tokenizer.encode(act, add_special_tokens=False)
-    i = next(k for k in range(min(len(a), len(b))) if a[k] != b[k])
-    return Fork(marker, a[i], b[i])
-
-
-def ask_bias_processor(tokenizer, bias: float):
-    """A `logits_processor` factory for `evaluation.steps.generate` that plays an agent at another
-    point of its operating curve: `bias` added to the logit of the tool call's ask decision
-    (`call_user` against every other action name), the weights unchanged. The tool call's fork, not the
-    reasoning's: the reasoning's "Inquiry check" word decides the action only in part (the docs' verifying
-    passes), and only the action asks."""
-    fork = find_fork(tokenizer, use_think=False)
-    return lambda: ForkBias(tokenizer, fork, bias)
-
-
-class ForkBias:
-    """A `LogitsProcessor`: at the fork of each sequence, record the ask margin and add `bias` to the
-    ask token's logit. Margins stay NaN for sequences that never reach the fork."""
-
-    def __init__(self, tokenizer, fork: Fork, bias: float = 0.0):
-        self.tokenizer, self.fork, self.bias = tokenizer, fork, float(bias)
-        self.prompt_len: int | None = None
-        self.margins: list[float] = []
-
-    def __call__(self, input_ids, scores):
-        if self.prompt_len is None:
-            self.prompt_len = input_ids.shape[1]
-            self.margins = [math.nan] * input_ids.shape[0]
-        new = input_ids[:, self.prompt_len:]
-        for row in range(new.shape[0]):
-            if not math.isnan(self.margins[row]) or new.shape[1] == 0:
-                continue
-            text = self.tokenizer.decode(new[row], skip_special_tokens=True)
-            if not text.rstrip(" ").endswith(self.fork.marker):
-                continue
-            logits = scores[row].float()
-            ask = logits[self.fork.ask_token].item()
-            others = logits.clone()
-            others[self.fork.ask_token] = -math.inf
-            self.margins[row] = ask - others.max().item()
-            scores[row, self.fork.ask_token] += self.bias
-        return scores
-
-
 # ------------------------------------------------------------------------ on a checkpoint
 def ask_margins(model, processor, records: list[dict], profile, bias: float = 0.0,
                 progress: bool = False) -> tuple[list[float], list[str]]:
     """Greedy completions with `bias` added to the ask token at the fork, and each step's margin
     there (-inf where the fork was never reached)."""
-    from .steps import generate
+    from .steps import generate  # torch: the curve maths above stay importable without it
 
     fork = find_fork(processor.tokenizer, profile.use_think)
     made: list[ForkBias] = []
@@ -179,7 +118,6 @@ def ask_margins(model, processor, records: list[dict], profile, bias: float = 0.
 
 
 def _asked(raw: list[str], profile) -> list[bool]:
-    from ..agent.actions import parse_completion
     out = []
     for text in raw:
         action = parse_completion(text, require_think=profile.use_think).action

@@ -18,7 +18,7 @@ from ..profiles import Profile
 from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
 from ..data.benchmark import test_records
 from .metrics import step_metrics
-from .operating_curve import ask_bias_processor
+from .fork import ask_bias_processor
 from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
 from ..runs.tracking import log_metrics
 
@@ -44,7 +44,7 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
              ask_bias: float = 0.0) -> list[str]:
     """Greedy completions for step records, batched with left padding. `logits_processor`: a factory
     called once per batch that returns a `LogitsProcessor` (e.g. the operating curve's fork bias);
-    `ask_bias`: added to the tool call's `call_user` logit (`evaluation.operating_curve.ask_bias_processor`)."""
+    `ask_bias`: added to the tool call's `call_user` logit (`evaluation.fork.ask_bias_processor`)."""
     batch_size = batch_size or profile.eval_batch
     config = eval_generation_config(profile, processor, max_new_tokens)
     frame = frame_for(profile)

@@ -3,7 +3,7 @@
 A run evaluates the same checkpoint on the same items more than once (notebook 05 re-scores what
 02-04 scored; DAgger's round table and stage 3 play the same held-out tasks). An evaluation's
 metrics file records a key: a sha256 over what decides its result, namely the model's content (its
-weights and configs, `training.grpo.model_digest`), the items (every step record, screenshot bytes
+weights and configs, `training.models.model_digest`), the items (every step record, screenshot bytes
 included, or every task), the profile settings that shape prompts, decoding and episodes
 (`EVAL_SETTINGS`) and the library's own source. A later evaluation with the same key returns the
 stored metrics when its predictions are on disk too; any difference evaluates again and overwrites.

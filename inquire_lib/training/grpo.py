@@ -23,7 +23,7 @@ from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, grpo_config, lora_config
 from .fit import TrainResult, fit
 from .mistakes import mistake_states
-from .models import base_of, load_checkpoint
+from .models import base_of, load_checkpoint, model_digest
 from .sft import training_records
 
 
@@ -133,29 +133,6 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     adapter = (final / "adapter_config.json").exists()
     samples = last_samples(trainer)
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, samples)
-
-
-def model_digest(path: str | None, profile: Profile) -> str:
-    """What a model *is*, not where it lies: a sha256 over its weights and configs (an adapter's
-    together with its base's); the profile's base model for None; a hub id stands for itself."""
-    import hashlib
-
-    from ..runs.integrity import content_digest
-    from .models import model_path
-
-    def one(p) -> str:
-        folder = Path(p)
-        if not folder.is_dir():
-            return f"id:{p}"
-        names = {f.name for f in folder.iterdir()
-                 if f.suffix == ".safetensors" or f.name in ("config.json", "adapter_config.json")}
-        return content_digest(folder, names)
-
-    if path is None:
-        return one(model_path(profile))
-    if (Path(path) / "adapter_config.json").exists():
-        return hashlib.sha256(f"{one(path)}+{one(base_of(path, profile))}".encode()).hexdigest()
-    return one(path)
 
 
 def prompts_digest(train: datasets.Dataset) -> str:

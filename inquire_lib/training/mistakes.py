@@ -13,7 +13,7 @@ may never reach, while the states it does reach after its own errors (its needle
 
 Each kept state is a prompt with the expert's label, scored by the same rewards as any other, so
 GRPO prices exactly the choices the start gets wrong where it meets them. The states depend on the
-start's weights: they are cached under the start's content digest (`training.grpo.model_digest`)
+start's weights: they are cached under the start's content digest (`training.models.model_digest`)
 and the settings that shape the play.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ..profiles import Profile
 from ..runs.paths import cache_dir
 from ..runs.readback import EVAL_SETTINGS
 from .dagger import labelled_rollout, to_dataset
+from .models import model_digest
 
 # the profile's fields that change which states a play visits: an evaluation's, and how tasks are drawn
 _PLAY_FIELDS = EVAL_SETTINGS + ("train_values",)
@@ -59,8 +60,6 @@ def play_key(profile: Profile, start_digest: str) -> str:
 def mistake_states(profile: Profile, start: str) -> datasets.Dataset:
     """The start's mistakes as step records of the benchmark's schema (ids `mistake/<task>/<turn>`),
     played once per start and settings, then read from the cache."""
-    from .grpo import model_digest
-
     key = play_key(profile, model_digest(start, profile))
     path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{profile.seed}-grpo-mistakes-{key}"
 

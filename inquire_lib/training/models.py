@@ -8,6 +8,8 @@ so every later stage runs the same code on a tiny model (CPU) or a real one (GPU
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import random
 from pathlib import Path
@@ -257,3 +259,38 @@ def load_checkpoint(profile: Profile, path: str | None, trainable: bool = False)
     if path is not None and (Path(path) / "adapter_config.json").exists():
         return load_model_and_processor(profile, checkpoint=base_of(path, profile), adapter=path, trainable=trainable)
     return load_model_and_processor(profile, checkpoint=path, trainable=trainable)
+
+
+@contextlib.contextmanager
+def loaded(profile: Profile, path: str | None):
+    """`with loaded(profile, path) as (model, processor):` the checkpoint at `path` (`load_checkpoint`),
+    freed when the block ends, raised or not: the next model of a loop is loaded into the memory this
+    one held, not beside it."""
+    model, processor = load_checkpoint(profile, path)
+    try:
+        yield model, processor
+    finally:
+        del model, processor
+        gc.collect()
+
+
+def model_digest(path: str | None, profile: Profile) -> str:
+    """What a model *is*, not where it lies: a sha256 over its weights and configs (an adapter's
+    together with its base's); the profile's base model for None; a hub id stands for itself."""
+    import hashlib
+
+    from ..runs.integrity import content_digest
+
+    def one(p) -> str:
+        folder = Path(p)
+        if not folder.is_dir():
+            return f"id:{p}"
+        names = {f.name for f in folder.iterdir()
+                 if f.suffix == ".safetensors" or f.name in ("config.json", "adapter_config.json")}
+        return content_digest(folder, names)
+
+    if path is None:
+        return one(model_path(profile))
+    if (Path(path) / "adapter_config.json").exists():
+        return hashlib.sha256(f"{one(path)}+{one(base_of(path, profile))}".encode()).hexdigest()
+    return one(path)

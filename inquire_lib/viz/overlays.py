@@ -289,6 +289,23 @@ def trajectory_strip(preds_of_one_task: list[dict], screenshots: list[Image.Imag
     return fig
 
 
+def episode_strip(episode: dict, eval_dir: str | Path, highlight_step: int | None = None) -> go.Figure:
+    """`trajectory_strip` of one saved episode (`evaluation.episodes`' trajectories.jsonl): its screenshots,
+    read from `eval_dir`, framed in each turn's outcome colour."""
+    eval_dir = Path(eval_dir)
+    preds, shots = [], []
+    for st in episode["steps"]:
+        preds.append({"id": f"{episode['task_id']}/{st['step']}", "task_id": episode["task_id"], "step": st["step"],
+                      "outcome": st["outcome"], "frame": episode["frame"],
+                      "checkpoint": episode.get("checkpoint", "")})
+        with Image.open(eval_dir / st["screenshot"]) as im:
+            shots.append(im.convert("RGB"))
+    fig = trajectory_strip(preds, shots, highlight_step=highlight_step)
+    fig.update_layout(title_text=f"{episode.get('checkpoint', '')} · {episode['task_id']} ({episode['subcategory']}): "
+                                 f"{'success' if episode['success'] else 'failure'}")
+    return fig
+
+
 def outcome_summary(preds: list[dict]) -> pd.DataFrame:
     """Counts of predictions per category (rows, sorted) and outcome (columns, in OUTCOMES order)."""
     frame = pd.DataFrame(

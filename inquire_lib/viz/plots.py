@@ -77,6 +77,12 @@ def metrics_bars(all_metrics: list[dict], keys=METRICS, title: str = "step-level
     return fig
 
 
+def task_bars(all_metrics: list[dict], title: str = "task level: SR, ISR, needless and unsafe rates (95% Wilson CI)"):
+    """`metrics_bars` of task-level metrics (`evaluation.episodes`): the episode rates."""
+    return metrics_bars(all_metrics, keys=("success_rate", "isr", "needless_rate", "unsafe_rate", "recovery_rate"),
+                        title=title)
+
+
 def category_bars(all_metrics: list[dict], key: str, title: str, level: str = "by_category") -> go.Figure:
     fig = go.Figure()
     for m in all_metrics:

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-SCREEN_W, SCREEN_H = 360, 720
+from ..agent.actions import DEFAULT_SCREEN_WH
+
+SCREEN_W, SCREEN_H = DEFAULT_SCREEN_WH
 STATUS_H = 24
 MAX_ROWS = 7
 ROW_TOP, ROW_H, ROW_GAP = 88, 64, 8

@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 import re
 
+from ..profiles import TRAIN_VALUES
+
 POOLS: dict[str, tuple[list, list]] = {
     # name: (train values, held-out test values)
     "first": (["Alice", "Ben", "Chloe", "David", "Emma", "Felix", "Grace", "Henry", "Iris", "Jack",
@@ -54,9 +56,6 @@ HELD_OUT_WORDS = [str(v) for pool, (_, test) in POOLS.items() for v in test if p
 _HELD_OUT_RE = re.compile(r"(?<![\w])(" + "|".join(re.escape(w) for w in sorted(HELD_OUT_WORDS, key=len, reverse=True))
                           + r")(?![\w])", re.IGNORECASE)
 FIXED_SHARE = 0.25  # share of procedural training values still drawn from the fixed train pools
-# how training tasks draw slot values and phrasings: "fixed" (the train pools and the template's
-# sentence) or "procedural" (open-ended composed values and composed phrasings); a profile's `train_values`
-TRAIN_VALUES = ("fixed", "procedural")
 
 # pieces of the procedural pools; none of them is, or composes into, a held-out value (checked on draw)
 _ONSETS = ["b", "br", "c", "ch", "d", "dr", "f", "g", "gr", "h", "j", "k", "kl", "l", "m", "n", "p", "pr", "r",
