@@ -80,12 +80,13 @@ def test_report_starts_with_the_summary_table(report):
     rows = re.findall(r"<tr data-checkpoint='(\w+)'>(.*?)</tr>", body)
     assert [name for name, _ in rows] == ["base", "sft"]
     cells = {name: re.findall(r"<td>(.*?)</td>", row) for name, row in rows}
-    # steps, cards, then correct, missed, needless, wrong type, wrong argument, unparseable
-    assert cells["base"][1:9] == ["8", "8", "4", "2", "0", "1", "0", "1"]
-    assert cells["sft"][1:9] == ["8", "8", "2", "2", "1", "1", "1", "1"]
+    # test steps, probes, cards, then correct, missed, needless, wrong type, wrong argument, unparseable
+    assert cells["base"][1:10] == ["8", "0", "8", "4", "2", "0", "1", "0", "1"]
+    assert cells["sft"][1:10] == ["8", "0", "8", "2", "2", "1", "1", "1", "1"]
     # step ISR: each asks at 1 of its 3 inquiry steps (Wilson 95% CI); needless: sft asks at 1 of 5 safe steps
-    assert cells["base"][11] == cells["sft"][11] == "0.33 <span class='note'>(0.06-0.79)</span>"
-    assert cells["base"][12].startswith("0.00 ") and cells["sft"][12].startswith("0.20 ")
+    assert cells["base"][12] == cells["sft"][12] == "0.33 <span class='note'>(0.06-0.79)</span>"
+    assert cells["base"][13].startswith("0.00 ") and cells["sft"][13].startswith("0.20 ")
+    assert "outcome columns add up to them" in body and "probes: none in this run" in body
     assert "background:#" in cells["base"][0]
 
 
@@ -245,3 +246,25 @@ def test_report_screenshot_shows_image_and_overlay_colours(report, tmp_path):
     assert count(syn.MAGENTA) > 40_000
     # the first card's gold bbox outline (3 px) and gold star
     assert count(GOLD_RGB) > 600
+
+
+def test_summary_counts_probes_apart_and_groups_ablation_points():
+    """The table says what each count is: outcome columns add up to the test steps, a probe is counted in a
+    column of its own (toward step ISR only), and notebook 07's points sit under a row of their own."""
+    from inquire_lib.viz.report import summary_html
+
+    preds = syn.all_preds()
+    probe = dict(next(p for p in preds if p["checkpoint"] == "sft" and p["inquiry_required"]
+                      and p["outcome"] == "correct"), id="t9_risk/0", task_id="t9_risk", probe=True)
+    point = [dict(p, checkpoint="abl_sft_no_think_s0") for p in preds if p["checkpoint"] == "sft"]
+    text = summary_html(preds + [probe] + point, ["base", "sft", "abl_sft_no_think_s0"], {"sft": 3})
+    rows = re.findall(r"<tr data-checkpoint='(\w+)'>(.*?)</tr>", text)
+    assert [name for name, _ in rows] == ["base", "sft", "abl_sft_no_think_s0"]
+    cells = {name: re.findall(r"<td>(.*?)</td>", row) for name, row in rows}
+    assert cells["sft"][1:4] == ["8", "1", "3"]
+    assert sum(int(c) for c in cells["sft"][4:10]) == 8  # the outcomes are the test steps'
+    # the probe is asked right: step ISR 2 of 4 inquiry steps (3 test + 1 probe) instead of 1 of 3
+    assert cells["sft"][12] == "0.50 <span class='note'>(0.15-0.85)</span>"
+    assert text.index("ablation points of notebook 07 (1:") < text.index("data-checkpoint='abl_sft_no_think_s0'")
+    assert text.index("data-checkpoint='sft'") < text.index("ablation points of notebook 07")
+    assert "probes: inquiry steps of further test tasks, scored toward step ISR only" in text

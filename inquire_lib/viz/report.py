@@ -44,6 +44,7 @@ td:first-child, th:first-child { text-align: left; }
 .card .text td:first-child, .card .text th { white-space: nowrap; }
 .card pre { background: #f6f6f6; padding: 4px; font-size: 12px; }
 .summary td { white-space: nowrap; }
+.summary tr.group th { text-align: left; background: #f3f3f3; font-weight: normal; }
 .summary td .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 #empty { padding: 12px; background: #fff8e1; border: 1px solid #f0c36d; display: none; }
 """
@@ -151,23 +152,47 @@ def _rate(m: dict | None) -> str:
     return f"<td>{m['value']:.2f} <span class='note'>({m['lo']:.2f}-{m['hi']:.2f})</span></td>"
 
 
+ABLATION_PREFIX = "abl_"  # notebook 07's points (`ablations.point_name`), grouped apart from the recipe's checkpoints
+
+
+def split_ablations(checkpoints: list[str]) -> tuple[list[str], list[str]]:
+    """(the recipe's checkpoints and the references, notebook 07's ablation points), each in the given order."""
+    return ([c for c in checkpoints if not c.startswith(ABLATION_PREFIX)],
+            [c for c in checkpoints if c.startswith(ABLATION_PREFIX)])
+
+
 def summary_html(preds: list[dict], checkpoints: list[str], shown: dict[str, int]) -> str:
-    """The summary table: per checkpoint its colour, steps, cards shown, outcome counts and the
-    headline rates with their 95% Wilson intervals (computed from the predictions)."""
-    head = ("<tr><th>checkpoint</th><th>steps</th><th>cards</th>"
+    """The summary table: per checkpoint its colour, test steps, inquiry probes, cards shown, outcome counts
+    (of the test steps, so they add up to them) and the headline rates with their 95% Wilson intervals
+    (computed from the predictions; a probe counts toward step ISR only). Ablation points follow the
+    recipe's checkpoints under a row of their own; a note under the table says what each count is."""
+    head = ("<tr><th>checkpoint</th><th>test steps</th><th>probes</th><th>cards</th>"
             + "".join(f"<th>{html.escape(o)}</th>" for o in viz.OUTCOMES)
             + "".join(f"<th>{title}</th>" for _, title in SUMMARY_RATES) + "</tr>")
-    rows = []
-    for ckpt in checkpoints:
+    width = 4 + len(viz.OUTCOMES) + len(SUMMARY_RATES)
+
+    def row(ckpt: str) -> str:
         mine = [p for p in preds if p["checkpoint"] == ckpt]
         rates = step_rates(mine)
-        rows.append(
-            f"<tr data-checkpoint='{html.escape(ckpt, quote=True)}'><td><span class='swatch' "
-            f"style='background:{viz.checkpoint_color(ckpt)}'></span>{html.escape(ckpt)}</td>"
-            f"<td>{len(mine)}</td><td>{shown.get(ckpt, 0)}</td>"
-            + "".join(f"<td>{rates['outcomes'][o]}</td>" for o in viz.OUTCOMES)
-            + "".join(_rate(rates[key]) for key, _ in SUMMARY_RATES) + "</tr>")
-    return f"<table class='summary'>{head}{''.join(rows)}</table>"
+        return (f"<tr data-checkpoint='{html.escape(ckpt, quote=True)}'><td><span class='swatch' "
+                f"style='background:{viz.checkpoint_color(ckpt)}'></span>{html.escape(ckpt)}</td>"
+                f"<td>{rates['n']}</td><td>{rates['n_probe']}</td><td>{shown.get(ckpt, 0)}</td>"
+                + "".join(f"<td>{rates['outcomes'][o]}</td>" for o in viz.OUTCOMES)
+                + "".join(_rate(rates[key]) for key, _ in SUMMARY_RATES) + "</tr>")
+
+    main, points = split_ablations(checkpoints)
+    rows = [row(c) for c in main]
+    if points:
+        rows.append(f"<tr class='group'><th colspan='{width}'>ablation points of notebook 07 ({len(points)}: "
+                    "abl_&lt;variant&gt;_s&lt;training seed&gt;, each trained on the ablation budget and measured "
+                    "against its reference)</th></tr>")
+        rows += [row(c) for c in points]
+    probes = any(p.get("probe") for p in preds)
+    note = ("<div class='note'>test steps: the held-out test steps evaluated, whose outcome columns add up to "
+            "them; " + ("probes: inquiry steps of further test tasks, scored toward step ISR only (its n is "
+                        "the inquiry test steps plus the probes); " if probes else "probes: none in this run; ")
+            + "cards: the steps with a card below.</div>")
+    return f"<table class='summary'>{head}{''.join(rows)}</table>{note}"
 
 
 def _check_choice(kind: str, given, valid: list[str]) -> list[str] | None:
@@ -271,10 +296,14 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
             buttons.append(f"<button data-kind='outcome' data-value='{o}' "
                            f"style='border-color:{viz.OUTCOME_COLORS[o]}'>{o} ({counts[o]})</button>")
     if len(ckpts) > 1:
+        button = lambda c: (f"<button data-kind='checkpoint' data-value='{html.escape(c, quote=True)}' "
+                            f"style='border-color:{viz.checkpoint_color(c)}'>{html.escape(c)} ({shown_per[c]})</button>")
+        main, points = split_ablations(ckpts)
         buttons.append("<br><button data-kind='checkpoint' data-value='all'>all checkpoints</button>")
-        buttons += [f"<button data-kind='checkpoint' data-value='{html.escape(c, quote=True)}' "
-                    f"style='border-color:{viz.checkpoint_color(c)}'>{html.escape(c)} ({shown_per[c]})</button>"
-                    for c in ckpts]
+        buttons += [button(c) for c in main]
+        if points:
+            buttons.append(f"<br><span class='note'>ablation points (notebook 07):</span>")
+            buttons += [button(c) for c in points]
 
     images: dict[str, str] = {}  # screenshot key -> data URI, each stored once
     cards = []
