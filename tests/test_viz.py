@@ -269,3 +269,63 @@ def test_step_details_name_a_blank_raw_output():
     assert "only whitespace: 64 characters (\\n)" in raw_part and "<pre" not in raw_part
     assert "<i class='raw-blank'>empty</i>" in viz.step_details_html(dict(pred, raw_output=""))
     assert "only whitespace: 3 characters (\\t space)" in viz.step_details_html(dict(pred, raw_output=" \t "))
+
+
+# ----- one colour per checkpoint, and figures that stay readable with many checkpoints
+def _rates(value: float) -> dict:
+    from inquire_lib.evaluation.metrics import wilson
+
+    return wilson(round(value * 20), 20)
+
+
+def _metrics(names: list[str], keys) -> list[dict]:
+    return [{"checkpoint": n, "overall": {k: _rates((i + 1) / (len(names) + 1)) for k in keys}} for i, n in enumerate(names)]
+
+
+def test_recipe_checkpoints_and_references_have_distinct_colours_references_grey():
+    names = list(viz.CHECKPOINT_COLORS)
+    assert len({viz.checkpoint_color(n) for n in names}) == len(names)
+    for ref in ("expert", "always_act", "always_ask", "random", "untrained"):
+        r, g, b = (int(viz.checkpoint_color(ref)[i:i + 2], 16) for i in (1, 3, 5))
+        assert r == g == b, ref  # a grey
+    # a further seed of a stage: its stage's colour, lighter; the same in every call
+    assert viz.checkpoint_color("grpo_weak_s1") not in viz.CHECKPOINT_COLORS.values()
+    assert viz.checkpoint_color("grpo_weak_s1") == viz.checkpoint_color("grpo_weak_s1") != viz.checkpoint_color("grpo_weak_s2")
+    assert viz.checkpoint_color("abl_sft_no_think_s0") in viz._EXTRA_COLORS
+
+
+def test_metrics_bars_colour_each_checkpoint_and_facet_past_eight():
+    from inquire_lib.viz import plots
+
+    few = ["untrained", "base_agent", "sft_weak", "sft_full", "always_act", "always_ask", "random"]
+    fig = plots.metrics_bars(_metrics(few, plots.METRICS))
+    assert [t.name for t in fig.data] == few
+    assert [t.marker.color for t in fig.data] == [viz.checkpoint_color(n) for n in few]
+    assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0  # under the plot, not cut at the side
+    many = few + ["sft_dagger_r1", "sft_more", "grpo_weak", "grpo_weak_s1", "grpo_full", "grpo_task"] + [
+        f"abl_{v}_s0" for v in ("sft_baseline", "sft_no_a11y", "sft_no_think", "sft_lora", "grpo_shaped")]
+    keys = ("success_rate", "isr", "needless_rate", "unsafe_rate", "recovery_rate")
+    fig = plots.task_bars(_metrics(many, keys))
+    assert len(fig.data) == len(keys)  # one panel per rate
+    assert all(list(t.x) == many and not t.showlegend for t in fig.data)
+    assert list(fig.data[0].marker.color) == [viz.checkpoint_color(n) for n in many]
+    assert [a.text for a in fig.layout.annotations] == ["task SR", "task ISR", "needless", "unsafe", "recovery"]
+
+
+def test_ablation_effects_name_each_variant_once_on_a_shared_axis():
+    import pandas as pd
+
+    from inquire_lib.viz import plots
+
+    rows = [{"variant": v, "reference": "sft_baseline", "level": level, "rate": rate, "effect": e, "lo": e - 0.05,
+             "hi": e + 0.05, "excludes_zero": abs(e) > 0.05}
+            for v, e in (("sft_no_a11y", -0.3), ("sft_no_think", 0.4))
+            for level, rates in (("step", ("inquiry_recall", "safe_step_accuracy")), ("task", ("success_rate", "isr")))
+            for rate in rates]
+    fig = plots.ablation_effects(pd.DataFrame(rows))["sft_baseline"]
+    assert len(fig.data) == 4 and not any(t.showlegend for t in fig.data)
+    # the right column shares the left's rows: variant names are drawn once, left of the step panels
+    assert fig.layout.yaxis2.matches == "y" or fig.layout.yaxis2.showticklabels is False
+    assert [round(x) for x in fig.data[0].x] == [-30, 40]  # in points
+    assert list(fig.data[0].marker.symbol) == ["circle", "circle"]
+    assert [a.text for a in fig.layout.annotations][:2] == ["step · step ISR", "task · task SR"]

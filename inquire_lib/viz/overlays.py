@@ -36,19 +36,36 @@ OUTCOME_COLORS: dict[str, str] = {
 # are for outcomes only). Trained checkpoints darken along the recipe; references are greys.
 CHECKPOINT_COLORS: dict[str, str] = {
     "untrained": "#9E9E9E", "base_agent": "#6D4C41", "sft_weak": "#80CBC4", "sft_full": "#00897B",
+    "sft_dagger_r1": "#F9A825", "sft_dagger_r2": "#EF6C00", "sft_more": "#7CB342",
     "grpo_weak": "#9FA8DA", "grpo_full": "#3949AB", "grpo_task": "#C2185B",
     "expert": "#212121", "always_act": "#BDBDBD", "always_ask": "#757575", "random": "#E0E0E0",
 }
-# names outside the recipe (ablation variants, synthetic runs) get one of these, by a stable hash
-_EXTRA_COLORS = ("#EF6C00", "#2E7D32", "#8E24AA", "#0277BD", "#AFB42B", "#5D4037", "#00ACC1", "#F06292")
+# names outside the recipe (ablation points, synthetic runs) get one of these, by a stable hash: saturated
+# colours none of the fixed ones above uses, and no grey (greys are the references')
+_EXTRA_COLORS = ("#E53935", "#1E88E5", "#43A047", "#8E24AA", "#FB8C00", "#00ACC1", "#D81B60", "#5E35B1",
+                 "#C0CA33", "#6D9EEB", "#FF7043", "#26A69A", "#AB47BC", "#827717", "#0D47A1", "#B71C1C")
+
+
+def _lighter(colour: str, share: float) -> str:
+    """`colour` mixed with white by `share` (0: itself)."""
+    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(c + (255 - c) * share):02X}" for c in rgb)
 
 
 def checkpoint_color(name: str) -> str:
-    """The colour of checkpoint `name`: fixed for the recipe's checkpoints and references, else the
-    same colour for the same name in every notebook and process (a CRC of the name, not `hash`)."""
+    """The colour of checkpoint `name`, the same in every figure, the report and the inspector: fixed for the
+    recipe's checkpoints and the references (greys); a further training seed of a stage (`grpo_weak_s1`)
+    is its stage's colour, lighter with each seed; any other name one of `_EXTRA_COLORS` by a CRC of the
+    name (the same in every process, unlike `hash`)."""
+    import re
     import zlib
 
-    return CHECKPOINT_COLORS.get(name) or _EXTRA_COLORS[zlib.crc32(name.encode()) % len(_EXTRA_COLORS)]
+    if name in CHECKPOINT_COLORS:
+        return CHECKPOINT_COLORS[name]
+    seeded = re.fullmatch(r"(.+)_s(\d+)", name)
+    if seeded and seeded.group(1) in CHECKPOINT_COLORS:
+        return _lighter(CHECKPOINT_COLORS[seeded.group(1)], min(0.6, 0.25 * int(seeded.group(2))))
+    return _EXTRA_COLORS[zlib.crc32(name.encode()) % len(_EXTRA_COLORS)]
 
 
 # Gold marks use one colour found nowhere else, so they stand out on any outcome.

@@ -66,14 +66,34 @@ def metrics_table(all_metrics: list[dict], keys=METRICS) -> pd.DataFrame:
 
 
 def metrics_bars(all_metrics: list[dict], keys=METRICS, title: str = "step-level metrics (95% Wilson CI)") -> go.Figure:
-    fig = go.Figure()
-    for m in all_metrics:
-        vals = [m["overall"][k] for k in keys]
-        fig.add_bar(name=m["checkpoint"], x=list(keys), y=[v["value"] or 0 for v in vals],
-                    error_y=dict(type="data", symmetric=False,
-                                 array=[(v["hi"] - v["value"]) if v["value"] is not None else 0 for v in vals],
-                                 arrayminus=[(v["value"] - v["lo"]) if v["value"] is not None else 0 for v in vals]))
-    fig.update_layout(barmode="group", title=title, yaxis_range=[0, 1.05], height=420)
+    """Each checkpoint's overall rates with their intervals, one colour per checkpoint (`overlays.checkpoint_color`;
+    references in greys). Up to `GROUPED_MAX` checkpoints: bars grouped by rate, the legend under the plot.
+    More: one panel per rate with the checkpoints along its axis, named there (no legend to match colours by)."""
+    from .overlays import checkpoint_color
+
+    empty = {"value": None, "lo": None, "hi": None}
+    if len(all_metrics) <= GROUPED_MAX:
+        fig = go.Figure()
+        for m in all_metrics:
+            vals = [m["overall"].get(k) or empty for k in keys]
+            fig.add_bar(name=m["checkpoint"], x=[NAMES.get(k, k) for k in keys], y=[v["value"] or 0 for v in vals],
+                        marker_color=checkpoint_color(m["checkpoint"]), error_y=_errors(vals))
+        fig.update_layout(barmode="group", title=title, yaxis_range=[0, 1.05], height=440,
+                          legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0))
+        return fig
+    names = [m["checkpoint"] for m in all_metrics]
+    cols = 2
+    rows = -(-len(keys) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[NAMES.get(k, k) for k in keys],
+                        vertical_spacing=min(0.5 / rows, 0.12) + 0.25 / rows, horizontal_spacing=0.08)
+    for i, k in enumerate(keys):
+        vals = [m["overall"].get(k) or empty for m in all_metrics]
+        fig.add_bar(x=names, y=[v["value"] or 0 for v in vals], marker_color=[checkpoint_color(n) for n in names],
+                    error_y=_errors(vals), showlegend=False, name=NAMES.get(k, k), row=i // cols + 1, col=i % cols + 1)
+    fig.update_yaxes(range=[0, 1.05])
+    fig.update_xaxes(tickangle=-45, tickfont=dict(size=10))
+    fig.update_layout(title=f"{title}: {len(names)} checkpoints, one panel per rate", height=330 * rows + 80,
+                      margin=dict(b=40))
     return fig
 
 
@@ -84,15 +104,20 @@ def task_bars(all_metrics: list[dict], title: str = "task level: SR, ISR, needle
 
 
 def category_bars(all_metrics: list[dict], key: str, title: str, level: str = "by_category") -> go.Figure:
+    """`key` per category (or sub-category) with its interval, one bar colour per checkpoint, the legend under the plot."""
+    from .overlays import checkpoint_color
+
     fig = go.Figure()
     for m in all_metrics:
         groups = m[level]
         names = [g for g in groups if groups[g][key]["n"] > 0]
         vals = [groups[g][key] for g in names]
-        fig.add_bar(name=m["checkpoint"], x=names, y=[v["value"] for v in vals],
+        fig.add_bar(name=m["checkpoint"], x=names, y=[v["value"] for v in vals], marker_color=checkpoint_color(m["checkpoint"]),
                     error_y=dict(type="data", symmetric=False, array=[v["hi"] - v["value"] for v in vals],
                                  arrayminus=[v["value"] - v["lo"] for v in vals]))
-    fig.update_layout(barmode="group", title=title, yaxis_range=[0, 1.05], height=400)
+    fig.update_layout(barmode="group", title=title, yaxis_range=[0, 1.05], height=440,
+                      legend=dict(orientation="h", yanchor="top", y=-0.18 if level == "by_category" else -0.45,
+                                  xanchor="left", x=0))
     return fig
 
 
@@ -170,24 +195,36 @@ def operating_curves(curves: dict[str, dict], title: str = "inquiry operating cu
 
 
 def ablation_effects(effects: pd.DataFrame) -> dict[str, go.Figure]:
-    """One figure per ablation group (`ablations.effects_table` rows carry the variant; the group is
-    the reference's name): for each variant and rate, its effect with the 95% interval, step-level
-    rates left and task-level right, a line at 0; a filled marker where the interval excludes 0."""
+    """One figure per ablation group (`ablations.effects_table` rows carry the variant; the group is the
+    reference's name): one panel per rate, step-level rates left and task-level right, each variant's
+    effect with its 95% interval on a row named once at the left (the panels share it), a line at 0, a
+    filled marker where the interval excludes 0. One trace per (level, rate)."""
+    from .overlays import checkpoint_color
+
     out = {}
     for reference, rows in effects.groupby("reference", sort=False):
-        fig = make_subplots(rows=1, cols=2, subplot_titles=("step level", "task level"), horizontal_spacing=0.25)
+        levels = {level: list(dict.fromkeys(rows.loc[rows["level"] == level, "rate"])) for level in ("step", "task")}
+        n = max(len(v) for v in levels.values()) or 1
+        variants = list(dict.fromkeys(rows["variant"]))
+        titles = [f"{level} · {NAMES.get(rates[i], rates[i])}" if i < len(rates) else ""
+                  for i in range(n) for level, rates in levels.items()]
+        fig = make_subplots(rows=n, cols=2, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.06,
+                            vertical_spacing=min(0.5 / n, 0.25 / n + 0.06))
         for col, level in ((1, "step"), (2, "task")):
-            part = rows[(rows["level"] == level) & rows["effect"].notna()]
-            for rate, r in part.groupby("rate", sort=False):
-                y = [f"{v}" for v in r["variant"]]
+            for i, rate in enumerate(levels[level]):
+                r = rows[(rows["level"] == level) & (rows["rate"] == rate) & rows["effect"].notna()]
+                colours = [checkpoint_color(f"abl_{v}") for v in r["variant"]]
                 fig.add_scatter(
-                    x=list(r["effect"]), y=y, mode="markers", name=f"{level}: {rate}", legendgroup=rate,
-                    marker=dict(size=10, symbol=["circle" if e else "circle-open" for e in r["excludes_zero"]]),
-                    error_x=dict(type="data", symmetric=False, array=list(r["hi"] - r["effect"]),
-                                 arrayminus=list(r["effect"] - r["lo"])), row=1, col=col)
-            fig.add_vline(x=0, line_dash="dot", row=1, col=col)
-        fig.update_xaxes(title_text="effect (variant - reference)")
-        fig.update_layout(title=f"ablations against {reference}: effect with 95% interval over seeds and items",
-                          height=260 + 40 * rows["variant"].nunique())
+                    x=list(100 * r["effect"]), y=list(r["variant"]), mode="markers", name=f"{level}: {rate}",
+                    showlegend=False, marker=dict(size=10, color=colours, line=dict(color=colours, width=2),
+                                                  symbol=["circle" if e else "circle-open" for e in r["excludes_zero"]]),
+                    error_x=dict(type="data", symmetric=False, array=list(100 * (r["hi"] - r["effect"])),
+                                 arrayminus=list(100 * (r["effect"] - r["lo"]))), row=i + 1, col=col)
+                fig.add_vline(x=0, line_dash="dot", line_color="#888", row=i + 1, col=col)
+        fig.update_yaxes(categoryorder="array", categoryarray=variants[::-1], automargin=True)
+        fig.update_xaxes(title_text="effect in points (variant - reference)", row=n)
+        fig.update_layout(title=f"ablations against {reference}: effect with 95% interval over seeds and items "
+                                "(filled: excludes 0)",
+                          height=120 + n * (70 + 28 * len(variants)), margin=dict(l=10, r=20))
         out[str(reference)] = fig
     return out
