@@ -65,6 +65,19 @@ def metrics_table(all_metrics: list[dict], keys=METRICS) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("checkpoint")
 
 
+# past this many checkpoints a bar chart is faceted: one panel per rate, checkpoints along its axis
+GROUPED_MAX = 8
+NAMES = {"format": "format", "type_accuracy": "type acc", "step_accuracy": "step acc", "click_in_bbox": "click in bbox",
+         "inquiry_recall": "step ISR", "needless_rate": "needless", "safe_step_accuracy": "safe-step acc",
+         "success_rate": "task SR", "isr": "task ISR", "unsafe_rate": "unsafe", "recovery_rate": "recovery"}
+
+
+def _errors(vals: list[dict]) -> dict:
+    return dict(type="data", symmetric=False,
+                array=[(v["hi"] - v["value"]) if v["value"] is not None else 0 for v in vals],
+                arrayminus=[(v["value"] - v["lo"]) if v["value"] is not None else 0 for v in vals])
+
+
 def metrics_bars(all_metrics: list[dict], keys=METRICS, title: str = "step-level metrics (95% Wilson CI)") -> go.Figure:
     """Each checkpoint's overall rates with their intervals, one colour per checkpoint (`overlays.checkpoint_color`;
     references in greys). Up to `GROUPED_MAX` checkpoints: bars grouped by rate, the legend under the plot.
