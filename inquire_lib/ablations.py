@@ -22,17 +22,17 @@ skipped with the reason (`skip_reason`).
 """
 from __future__ import annotations
 
-import gc
 from dataclasses import dataclass, field
 
-from . import pipeline
+from . import stages
+from .data.benchmark import test_records
 from .evaluation.effects import effect, item_outcomes
-from .evaluation.steps import evaluate_model
 from .profiles import Profile
-from .runs.paths import artifacts_dir, run_dir, write_json_atomic
+from .runs.integrity import finished_output
+from .runs.paths import artifacts_dir, run_dir
 from .runs.records import read_jsonl
 from .training.checkpoints import checkpoint_path
-from .training.models import load_checkpoint
+from .training.task_grpo import grpo_task
 
 
 @dataclass(frozen=True)
@@ -102,26 +102,24 @@ def _train(profile: Profile, v: Variant, train_seed: int) -> str:
     """Train the point's checkpoint with the profile's ablation budget; returns its path."""
     name = point_name(v.name, train_seed)
     if v.group == "sft" or v.name == "chain_sft":
-        return pipeline.sft(profile, name=name, inquiry_fraction=1.0, max_steps=profile.ablation_sft_steps).path
+        return stages.sft(profile, name=name, inquiry_fraction=1.0, max_steps=profile.ablation_sft_steps).path
     if v.group == "grpo":
-        return pipeline.grpo(profile, start=checkpoint_path(profile, "sft_weak"), name=name,
-                             max_steps=profile.ablation_grpo_steps).path
+        return stages.grpo(profile, start=checkpoint_path(profile, "sft_weak"), name=name,
+                           max_steps=profile.ablation_grpo_steps).path
     chain_sft = _earlier(profile, "chain_sft", train_seed)
     if v.name == "dagger_on":
-        return pipeline.dagger(profile, chain_sft, name=name)[0]
+        return stages.dagger(profile, chain_sft, name=name)[0]
     if v.name == "dagger_off":
-        return pipeline.sft_control(profile, chain_sft, name=name).path
+        return stages.sft_control(profile, chain_sft, name=name).path
     if v.name == "chain_grpo":
-        return pipeline.grpo(profile, start=chain_sft, name=name, max_steps=profile.ablation_grpo_steps).path
+        return stages.grpo(profile, start=chain_sft, name=name, max_steps=profile.ablation_grpo_steps).path
     if v.name == "chain_task":
-        return pipeline.task_grpo.grpo_task(profile, start=_earlier(profile, "chain_grpo", train_seed), name=name).path
+        return grpo_task(profile, start=_earlier(profile, "chain_grpo", train_seed), name=name).path
     raise KeyError(v.name)
 
 
 def _earlier(profile: Profile, variant: str, train_seed: int) -> str:
     """The final checkpoint of an earlier point of this seed, trained now if it is not there yet."""
-    from .runs.integrity import finished_output
-
     final = artifacts_dir(profile) / point_name(variant, train_seed) / "final"
     if finished_output(final):
         return str(final)
@@ -129,8 +127,10 @@ def _earlier(profile: Profile, variant: str, train_seed: int) -> str:
 
 
 def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None) -> dict:
-    """Train one point and evaluate it at step and task level; writes `metrics/step_<point>.json`
-    and `metrics/task_<point>.json` (the point's name is `abl_<variant>_s<seed>`) and returns
+    """Train one point and evaluate it at step and task level (`stages.evaluate_checkpoint` and
+    `stages.evaluate_checkpoint_tasks`: an evaluation with the same key is read back); writes
+    `metrics/step_<point>.json` (with the point's variant, group, seed and overrides) and
+    `metrics/task_<point>.json` (the point's name is `abl_<variant>_s<seed>`) and returns
     {"variant", "seed", "skipped", "step": headline, "task": headline}."""
     if variant not in VARIANTS:
         raise KeyError(f"unknown ablation variant {variant!r}; choose one of {', '.join(VARIANTS)}")
@@ -141,16 +141,10 @@ def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None
     vp = profile.replace(train_seed=train_seed, **v.overrides)
     name = point_name(variant, train_seed)
     path = _train(vp, v, train_seed)
-    records = pipeline.test_records(vp)
-    model, processor = load_checkpoint(vp, path)
-    try:
-        step = evaluate_model(name, model, processor, vp, records, out_root=out_root)
-    finally:
-        del model
-        gc.collect()
-    step.update(variant=variant, group=v.group, train_seed=train_seed, overrides=v.overrides)
-    write_json_atomic(run_dir(profile.name, out_root) / "metrics" / f"step_{name}.json", step)
-    task = pipeline.evaluate_checkpoint_tasks(vp, name, out_root=out_root, path=path)
+    step = stages.evaluate_checkpoint(vp, name, test_records(vp), out_root, path=path,
+                                      extra={"variant": variant, "group": v.group, "train_seed": train_seed,
+                                             "overrides": v.overrides})
+    task = stages.evaluate_checkpoint_tasks(vp, name, out_root=out_root, path=path)
     return {"variant": variant, "seed": train_seed, "skipped": None,
             "step": {k: step["overall"][k]["value"] for k in STEP_KEYS},
             "task": {k: task["overall"][k]["value"] for k in TASK_KEYS}}

@@ -8,6 +8,7 @@ import pytest
 from PIL import Image
 
 from inquire_lib import pipeline
+from inquire_lib.stages import evaluate as stage_evaluation
 from inquire_lib.profiles import get_profile
 from inquire_lib.runs import readback, timing
 from inquire_lib.runs.paths import run_dir
@@ -66,7 +67,7 @@ def test_second_evaluation_is_read_back_and_a_new_setting_reruns(monkeypatch):
     def no_model(*_a, **_k):
         raise AssertionError("a model was loaded for an evaluation that should be read back")
 
-    monkeypatch.setattr(pipeline, "load_checkpoint", no_model)
+    monkeypatch.setattr(stage_evaluation, "loaded", no_model)
     again = pipeline.evaluate_checkpoint(profile, "untrained", records)
     assert again.pop("read_back") is True and again == json.loads(json.dumps(first)) and "read_back" not in first
     # the run's timings name both calls, the second as read back
@@ -84,8 +85,30 @@ def test_task_evaluation_is_read_back(monkeypatch):
     profile = get_profile("smoke").replace(eval_max_new_tokens=8, max_episode_steps=2)
     tasks = pipeline.held_out_tasks(profile, 2)
     first = pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks)
-    monkeypatch.setattr(pipeline, "load_checkpoint", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("loaded")))
+    monkeypatch.setattr(stage_evaluation, "loaded", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("loaded")))
     again = pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks)
     assert again.pop("read_back") is True and again == json.loads(json.dumps(first))
     with pytest.raises(AssertionError, match="loaded"):
         pipeline.evaluate_checkpoint_tasks(profile, "untrained", tasks[:1])
+
+
+@pytest.mark.slow
+def test_an_ablation_points_evaluations_are_read_back(monkeypatch):
+    """`ablations.run_point` evaluates through the stages' evaluate-once: the second run of a point loads
+    no model, and the step metrics carry the point's variant and seed either way."""
+    from inquire_lib import ablations
+    from inquire_lib.training.models import model_path
+
+    profile = get_profile("smoke").replace(eval_tasks=2, eval_max_new_tokens=8, max_episode_steps=2)
+    monkeypatch.setattr(ablations, "_train", lambda vp, v, seed: model_path(vp))
+    first = ablations.run_point(profile, "sft_no_think", train_seed=1)
+    step = json.loads((run_dir(profile) / "metrics" / "step_abl_sft_no_think_s1.json").read_text())
+    assert (step["variant"], step["group"], step["train_seed"], step["overrides"]) == (
+        "sft_no_think", "sft", 1, {"use_think": False})
+    assert step["eval_key"] and set(first["step"]) == set(ablations.STEP_KEYS)
+    monkeypatch.setattr(stage_evaluation, "loaded", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("loaded")))
+    again = ablations.run_point(profile, "sft_no_think", train_seed=1)
+    assert again == first
+    lines = [t for t in timing.read(run_dir(profile)) if t["name"] == "abl_sft_no_think_s1"]
+    assert [(t["stage"], t.get("reused", False)) for t in lines] == [
+        ("evaluate steps", False), ("evaluate tasks", False), ("evaluate steps", True), ("evaluate tasks", True)]

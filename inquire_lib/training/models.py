@@ -12,6 +12,7 @@ import contextlib
 import gc
 import json
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -261,16 +262,24 @@ def load_checkpoint(profile: Profile, path: str | None, trainable: bool = False)
     return load_model_and_processor(profile, checkpoint=path, trainable=trainable)
 
 
+@dataclass
+class Loaded:
+    """A loaded checkpoint; `loaded` empties it when its block ends."""
+    model: object
+    processor: object
+
+
 @contextlib.contextmanager
 def loaded(profile: Profile, path: str | None):
-    """`with loaded(profile, path) as (model, processor):` the checkpoint at `path` (`load_checkpoint`),
-    freed when the block ends, raised or not: the next model of a loop is loaded into the memory this
-    one held, not beside it."""
-    model, processor = load_checkpoint(profile, path)
+    """`with loaded(profile, path) as m:` the checkpoint at `path` (`load_checkpoint`) as `m.model` and
+    `m.processor`, freed when the block ends, raised or not. The block's name holds the emptied
+    `Loaded`, not the model, so the next model of a loop is loaded into the memory this one held, not
+    beside it."""
+    held = Loaded(*load_checkpoint(profile, path))
     try:
-        yield model, processor
+        yield held
     finally:
-        del model, processor
+        held.model = held.processor = None
         gc.collect()
 
 

@@ -1,0 +1,17 @@
+"""The stages of the recipe and the loops between them, one call each: train a stage, choose its
+checkpoint, evaluate a named checkpoint (once: an evaluation with the same key is read back), DAgger's
+rounds and their equal-compute control, a GRPO stage over several training seeds.
+
+Below both `pipeline` (the notebooks' front door, which hands these on) and `ablations` (which trains
+and evaluates its points through them); above `training`, `evaluation` and `data`. Every call is timed
+into the run's timings (`stages.timed`).
+"""
+from .dagger import dagger, dagger_examples, dagger_table, sft_control
+from .evaluate import (evaluate_all_tasks, evaluate_checkpoint, evaluate_checkpoint_tasks, evaluate_once,
+                       evaluate_references, operating_curves, played_digest)
+from .seeds import grpo_seeds, seed_names
+from .train import base_agent, grpo, select_checkpoint, sft
+
+__all__ = ["dagger", "dagger_examples", "dagger_table", "sft_control", "evaluate_all_tasks", "evaluate_checkpoint",
+           "evaluate_checkpoint_tasks", "evaluate_once", "evaluate_references", "operating_curves", "played_digest",
+           "grpo_seeds", "seed_names", "base_agent", "grpo", "select_checkpoint", "sft"]
