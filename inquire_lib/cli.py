@@ -140,8 +140,26 @@ def _profile(args) -> int:
         profile = apply_overrides(profile, parse_overrides(args.set or []))
     except OverrideError as exc:
         raise UsageError(str(exc)) from None
-    print(json.dumps(profile.to_dict(), indent=1))
+    print(explain_text(profile) if args.explain else json.dumps(profile.to_dict(), indent=1))
     return 0
+
+
+def explain_text(profile) -> str:
+    """`inquire profile NAME --explain`: a header, then each field as `name = value  [source]  affects: ...`
+    with its help indented below, then what each word of `affects` means (all from the fields' metadata)."""
+    from .profiles import AFFECTS, explain
+
+    rows = explain(profile)
+    counts = {s: sum(r["source"] == s for r in rows) for s in ("default", "profile", "override")}
+    lines = [f"profile {profile.name}: {len(rows)} fields, {counts['default']} default, {counts['profile']} "
+             f"from the profile, {counts['override']} overridden (--set)"]
+    for r in rows:
+        value = json.dumps(r["value"], default=str)
+        lines.append(f"{r['field']} = {value}  [{r['source']}]  affects: {', '.join(r['affects'])}")
+        lines.append(f"    {r['help']}")
+    lines.append("affects:")
+    lines += [f"  {word}: {meaning}" for word, meaning in AFFECTS.items()]
+    return "\n".join(lines)
 
 
 STAGES = ("base", "sft", "grpo", "task-grpo")
@@ -310,6 +328,9 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="print a profile's settings", parents=[debug])
     pr.add_argument("name")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="show the profile with this override")
+    pr.add_argument("--explain", action="store_true",
+                    help="each field with its help, where its value came from (default, profile, override) "
+                         "and what it affects")
     pr.set_defaults(fn=_profile)
     t = sub.add_parser("train", help="run one training stage (under `accelerate launch` for several processes)",
                        parents=[debug])

@@ -124,6 +124,42 @@ def test_profile_prints_settings(capsys):
     assert settings["name"] == "smoke" and settings["train_tasks"] == 24 and settings["test_tasks"] == 12
 
 
+def _explained(out: str) -> tuple[str, dict[str, tuple[str, str, str, str]]]:
+    """The header and, per field, (value, source, affects, help) from `inquire profile --explain`."""
+    lines = out.splitlines()
+    fields = {}
+    for head, help_line in zip(lines[1::2], lines[2::2]):
+        m = re.fullmatch(r"(\w+) = (.*)  \[(default|profile|override)\]  affects: ([\w, ]+)", head)
+        if m is None:
+            break  # the legend of `affects` words follows the fields
+        assert help_line.startswith("    ") and help_line.strip(), help_line
+        fields[m[1]] = (m[2], m[3], m[4], help_line.strip())
+    return lines[0], fields
+
+
+def test_profile_explain_prints_help_value_source_and_affects(capsys):
+    assert cli.main(["profile", "cpu", "--explain", "--set", "grpo_lr=1e-4", "--set", "sft_tasks=7"]) == 0
+    out = capsys.readouterr().out
+    header, fields = _explained(out)
+    assert header == "profile cpu: 113 fields, 76 default, 34 from the profile, 3 overridden (--set)"
+    assert len(fields) == 113
+    assert fields["grpo_lr"] == ("0.0001", "override", "grpo, task_grpo", "the learning rate of stages 2 and 3")
+    assert fields["sft_tasks"][:3] == ("7", "override", "data, sft, dagger")
+    assert fields["sft_steps"][:2] == ("150", "profile")
+    assert fields["seed"][:3] == ("0", "default", "data, tokenizer, base_agent, checkpoints, eval, mistakes")
+    assert fields["model"][:2] == ('"tiny:cpu"', "default")
+    assert fields["cpu_bf16"][:2] == ("true", "profile")
+    assert any(ln.startswith("  eval: the settings in every evaluation's read-back key") for ln in out.splitlines())
+
+
+def test_profile_explain_of_smoke_without_overrides(capsys):
+    assert cli.main(["profile", "smoke", "--explain"]) == 0
+    header, fields = _explained(capsys.readouterr().out)
+    assert header.endswith(", 0 overridden (--set)")
+    assert fields["train_tasks"][:2] == ("24", "profile") and fields["val_tasks"][:2] == ("4", "profile")
+    assert fields["lora_targets"][0] == '["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]'
+
+
 def test_base_agent_command(tmp_path, capsys, monkeypatch):
     """`inquire base-agent`: stage 0 alone (the shipped copy or trained), --export writes the shipped
     copy with its manifest; refusals are one line."""

@@ -15,14 +15,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from ..profiles import Profile
+from ..profiles import Profile, fields_affecting
 from .paths import REPO_ROOT
 from .records import metrics_file
 
-# fields of the profile that change what an evaluation returns (prompt, image size, decoding, numerics)
-EVAL_SETTINGS = ("seed", "model", "load_in_4bit", "bf16", "min_pixels", "max_pixels", "use_a11y", "a11y_coords",
-                 "use_think", "use_prev_screenshot", "task_last", "eval_batch", "eval_max_new_tokens",
-                 "eval_repetition_penalty", "max_episode_steps", "torch_threads")
+# fields of the profile that change what an evaluation returns (prompt, image size, decoding, numerics),
+# as their metadata says (`profiles.AFFECTS`)
+EVAL_SETTINGS = fields_affecting("eval")
 # what each kind of evaluation leaves beside its metrics (`evaluation.steps`, `evaluation.episodes`)
 OUTPUTS = {"step": "step_predictions.jsonl", "task": "trajectories.jsonl"}
 KEY = "eval_key"

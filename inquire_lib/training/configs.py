@@ -18,17 +18,13 @@ import json
 import os
 from pathlib import Path
 
-from ..profiles import Profile
+from ..profiles import Profile, fields_affecting
 from .devices import batch_kwargs, vllm_kwargs
 
 # the profile fields that shape stage 2 (notebook 03 shows and records them): the GRPOConfig's
-# inputs, the rewards' penalties, the prompt mix and the checkpoint choice on validation
-GRPO_SETTINGS = ("grpo_steps", "grpo_prompts_per_step", "num_generations", "grpo_lr", "temperature", "beta",
-                 "top_entropy_quantile", "grpo_iterations", "loss_type", "scale_rewards", "max_completion_length",
-                 "reward_funcs", "reward_weights", "missed_penalty", "needless_penalty", "grpo_inquiry_share",
-                 "grpo_followup_share", "grpo_detour_share", "grpo_detour_tasks", "grpo_mistake_share",
-                 "grpo_mistake_tasks", "grpo_mistake_outcomes", "grpo_save_steps", "val_tasks",
-                 "val_inquiry_steps", "select_max_needless", "select_max_safe_drop", "grpo_seeds")
+# inputs, the rewards' penalties, the prompt mix and the checkpoint choice on validation, as their
+# metadata says (`profiles.AFFECTS`)
+GRPO_SETTINGS = fields_affecting("grpo")
 # config fields that do not change what is trained (progress bars follow the CI variable)
 _NOT_RECORDED = ("disable_tqdm",)
 

@@ -24,14 +24,16 @@ import json
 import datasets
 
 from ..data.benchmark import DATA_VERSION, GRPO_MISTAKES_FIRST, cached_dataset, task_at
-from ..profiles import Profile
+from ..profiles import Profile, fields_affecting
 from ..runs.paths import cache_dir
-from ..runs.readback import EVAL_SETTINGS
 from .dagger import labelled_rollout, to_dataset
 from .models import model_digest
 
-# the profile's fields that change which states a play visits: an evaluation's, and how tasks are drawn
-_PLAY_FIELDS = EVAL_SETTINGS + ("train_values",)
+# the profile's fields that change the start's mistakes, as their metadata says (`profiles.AFFECTS`): an
+# evaluation's, how tasks are drawn, how many are played and which outcomes count
+_PLAY_FIELDS = fields_affecting("mistakes")
+# the names the key has always given two of them, so that a cache keeps its name
+_KEY_NAMES = {"grpo_mistake_tasks": "tasks", "grpo_mistake_outcomes": "outcomes"}
 
 
 def mistake_tasks(profile: Profile) -> list:
@@ -51,9 +53,9 @@ def mistakes_of(labelled: list[dict], played: list[dict], outcomes=None) -> list
 
 
 def play_key(profile: Profile, start_digest: str) -> str:
-    fields = {k: getattr(profile, k) for k in _PLAY_FIELDS}
-    blob = json.dumps({"start": start_digest, "tasks": profile.grpo_mistake_tasks,
-                       "outcomes": sorted(profile.grpo_mistake_outcomes), **fields}, sort_keys=True, default=str)
+    fields = {_KEY_NAMES.get(k, k): getattr(profile, k) for k in _PLAY_FIELDS}
+    fields["outcomes"] = sorted(fields["outcomes"])
+    blob = json.dumps({"start": start_digest, **fields}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -20,7 +20,7 @@ import torch
 
 from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark, sft_split
-from ..profiles import Profile, get_profile
+from ..profiles import Profile, fields_affecting, get_profile
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
 from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
@@ -61,14 +61,9 @@ def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: f
 
 BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the base agent learns
 # the profile fields that shape the base agent: an OVERRIDE of one of them gets a base agent of its
-# own (cached under a hash of those overrides); any other override shares the profile's
-BASE_AGENT_FIELDS = ("seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
-                     "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr",
-                     "sft_batch", "train_values", "task_last", "tokenizer_spaces", "tokenizer_digits", "tokenizer_slots",
-                     "copy_drill_tasks", "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
-                     "recovery_drill_slips", "copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr",
-                     "copy_warmup_seed_steps", "copy_warmup_seed_vocab", "copy_warmup_seed_gap",
-                     "copy_mix_fraction")
+# own (cached under a hash of those overrides); any other override shares the profile's. The fields
+# say so in their metadata (`profiles.AFFECTS`)
+BASE_AGENT_FIELDS = fields_affecting("base_agent")
 
 
 def stage0_records(profile: Profile) -> datasets.Dataset:
