@@ -5,7 +5,8 @@ in order with papermill, writes each executed copy to `papermill_runs/<profile>/
 and one `manifest.json` per run beside them that says what ran, with which effective profile, on
 which code and package versions, and how each notebook ended. A run is continued, never replaced:
 re-running some of its notebooks updates their entries and marks the notebooks after them stale;
-a run name already used with other overrides is refused.
+a run name already used with other overrides is refused. One process at a time runs a run: a second
+`run_notebooks` on it stops at once while the first lives (`runs.locks`).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ..profiles import OverrideError, Profile, apply_overrides, check_overrides, default_run_name, get_profile
-from . import timing
+from . import locks, timing
 from .hardware import uses_bf16
 from .paths import (FOLDERS, NOTEBOOKS_DIR, REPO_ROOT, RUN_NAME, check_run_name, root, run_dir, run_name, to_json,
                     write_json_atomic, write_text_atomic)
@@ -365,89 +366,92 @@ def run_notebooks(
     out_dir = run_dir(prof.name, out_root, name=name)
     manifest_path = out_dir / MANIFEST_NAME
     seed = params.get("SEED", prof.seed)
-    existing = _load_existing(manifest_path, checked, seed)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if progress_bar is None:
-        progress_bar = not _in_ci()
-    workdir = Path(cwd) if cwd is not None else REPO_ROOT
-    say = log or (lambda _msg: None)
+    # one process at a time: a second one stops here, before it reads or writes anything of the run
+    with locks.held(out_dir / locks.LOCK_NAME, f"run {prof.name}/{name}"):
+        existing = _load_existing(manifest_path, checked, seed)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if progress_bar is None:
+            progress_bar = not _in_ci()
+        workdir = Path(cwd) if cwd is not None else REPO_ROOT
+        say = log or (lambda _msg: None)
 
-    timeout = effective.cell_timeout_s if cell_timeout is None else cell_timeout
-    manifest = run_manifest(effective, seed=seed, name=name)
-    entries = {e["name"]: {**_entry(Path(e["source"]), out_dir), **e} for e in (existing or {}).get("notebooks", [])}
-    for nb in notebooks:
-        entries.setdefault(nb.stem, _entry(nb, out_dir))
-    history = (existing or {}).get("history", [])
-    invocation = {"started": _now(), "finished": None, "only": list(only) if only is not None else None,
-                  "notebooks": [nb.stem for nb in notebooks], "status": "running", "git_sha": manifest["git_sha"]}
-    history.append(invocation)
-    manifest.update({
-        "parameters": params,
-        "only": list(only) if only is not None else None,
-        "kernel_name": kernel_name,
-        "cell_timeout_s": timeout,
-        "out_dir": str(out_dir),
-        "started": (existing or {}).get("started") or invocation["started"],
-        "finished": None,
-        "status": "running",
-        "notebooks": [entries[k] for k in sorted(entries)],
-        "history": history,
-    })
-    write_json_atomic(manifest_path, manifest)
-    stamp = {"run": name, "profile": prof.name, "overrides": checked, "seed": seed, "settings": effective.to_dict(),
-             "manifest": str(manifest_path)}
-
-    def finish(status: str) -> None:
-        manifest["status"] = invocation["status"] = status
-        manifest["finished"] = invocation["finished"] = _now()
+        timeout = effective.cell_timeout_s if cell_timeout is None else cell_timeout
+        manifest = run_manifest(effective, seed=seed, name=name)
+        entries = {e["name"]: {**_entry(Path(e["source"]), out_dir), **e}
+                   for e in (existing or {}).get("notebooks", [])}
+        for nb in notebooks:
+            entries.setdefault(nb.stem, _entry(nb, out_dir))
+        history = (existing or {}).get("history", [])
+        invocation = {"started": _now(), "finished": None, "only": list(only) if only is not None else None,
+                      "notebooks": [nb.stem for nb in notebooks], "status": "running", "git_sha": manifest["git_sha"]}
+        history.append(invocation)
+        manifest.update({
+            "parameters": params,
+            "only": list(only) if only is not None else None,
+            "kernel_name": kernel_name,
+            "cell_timeout_s": timeout,
+            "out_dir": str(out_dir),
+            "started": (existing or {}).get("started") or invocation["started"],
+            "finished": None,
+            "status": "running",
+            "notebooks": [entries[k] for k in sorted(entries)],
+            "history": history,
+        })
         write_json_atomic(manifest_path, manifest)
+        stamp = {"run": name, "profile": prof.name, "overrides": checked, "seed": seed,
+                 "settings": effective.to_dict(), "manifest": str(manifest_path)}
 
-    for i, nb in enumerate(notebooks, start=1):
-        entry = entries[nb.stem]
-        entry.update(_entry(nb, out_dir))
-        executed = out_dir / nb.name
-        say(f"[{i}/{len(notebooks)}] {nb.stem} (profile {prof.name}, run {name})")
-        entry["status"] = "running"
-        write_json_atomic(manifest_path, manifest)
-        seen = len(timing.read(out_dir))
-        t0 = time.perf_counter()
-        try:
-            with _runs_env(out_dir.parent.parent, name):
-                papermill.execute_notebook(
-                    str(nb), str(executed), parameters=params, kernel_name=kernel_name,
-                    cwd=str(workdir), progress_bar=progress_bar, execution_timeout=timeout,
-                    store_widget_state=STORE_WIDGET_STATE, kernel_manager_class=_ipc_kernel_manager(),
-                )
-        except BaseException as exc:  # record interrupts too, then let them through
+        def finish(status: str) -> None:
+            manifest["status"] = invocation["status"] = status
+            manifest["finished"] = invocation["finished"] = _now()
+            write_json_atomic(manifest_path, manifest)
+
+        for i, nb in enumerate(notebooks, start=1):
+            entry = entries[nb.stem]
+            entry.update(_entry(nb, out_dir))
+            executed = out_dir / nb.name
+            say(f"[{i}/{len(notebooks)}] {nb.stem} (profile {prof.name}, run {name})")
+            entry["status"] = "running"
+            write_json_atomic(manifest_path, manifest)
+            seen = len(timing.read(out_dir))
+            t0 = time.perf_counter()
+            try:
+                with _runs_env(out_dir.parent.parent, name):
+                    papermill.execute_notebook(
+                        str(nb), str(executed), parameters=params, kernel_name=kernel_name,
+                        cwd=str(workdir), progress_bar=progress_bar, execution_timeout=timeout,
+                        store_widget_state=STORE_WIDGET_STATE, kernel_manager_class=_ipc_kernel_manager(),
+                    )
+            except BaseException as exc:  # record interrupts too, then let them through
+                entry["duration_s"] = round(time.perf_counter() - t0, 3)
+                entry["stages"] = _stages(out_dir, seen)
+                entry["status"] = "failed"
+                entry["finished"] = _now()
+                entry["error"] = _error_record(exc, executed)
+                _mark_stale(list(entries.values()), nb.stem)
+                finish("failed")
+                if executed.exists():
+                    with contextlib.suppress(Exception):
+                        stamp_notebook(executed, stamp)
+                if not isinstance(exc, Exception):
+                    raise
+                failure = NotebookFailed(nb.name, executed, entry["error"], manifest)
+                say(f"    FAILED: {failure}")
+                raise failure from exc
+            stamp_notebook(executed, stamp)
             entry["duration_s"] = round(time.perf_counter() - t0, 3)
             entry["stages"] = _stages(out_dir, seen)
-            entry["status"] = "failed"
+            entry["status"] = "ok"
             entry["finished"] = _now()
-            entry["error"] = _error_record(exc, executed)
-            _mark_stale(list(entries.values()), nb.stem)
-            finish("failed")
-            if executed.exists():
-                with contextlib.suppress(Exception):
-                    stamp_notebook(executed, stamp)
-            if not isinstance(exc, Exception):
-                raise
-            failure = NotebookFailed(nb.name, executed, entry["error"], manifest)
-            say(f"    FAILED: {failure}")
-            raise failure from exc
-        stamp_notebook(executed, stamp)
-        entry["duration_s"] = round(time.perf_counter() - t0, 3)
-        entry["stages"] = _stages(out_dir, seen)
-        entry["status"] = "ok"
-        entry["finished"] = _now()
-        queued = {p.stem for p in notebooks[i:]}
-        later = [n for n in _mark_stale(list(entries.values()), nb.stem) if n not in queued]
-        say(f"    ok in {entry['duration_s']:.1f} s -> {executed}")
-        if later:
-            say(f"    stale now (run before {nb.stem} changed): {', '.join(later)}")
+            queued = {p.stem for p in notebooks[i:]}
+            later = [n for n in _mark_stale(list(entries.values()), nb.stem) if n not in queued]
+            say(f"    ok in {entry['duration_s']:.1f} s -> {executed}")
+            if later:
+                say(f"    stale now (run before {nb.stem} changed): {', '.join(later)}")
 
-    finish("ok")
-    say("time table (wall clock, this machine):\n" + timing.table(manifest["notebooks"]))
-    return manifest
+        finish("ok")
+        say("time table (wall clock, this machine):\n" + timing.table(manifest["notebooks"]))
+        return manifest
 
 
 def _stages(out_dir: Path, seen: int) -> list[dict]:

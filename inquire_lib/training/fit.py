@@ -43,7 +43,16 @@ def fit(trainer, out_dir: Path, resume: bool, meta=None) -> tuple[Path, float]:
     `out_dir/final`: the weights, `inquire_train.json` from `meta(folder, seconds)` and the
     completeness marker appear in one atomic step, so a kill part-way leaves no `final` at all.
     Every checkpoint the trainer saves gets its marker once fully written. Returns `final` and the
-    training seconds."""
+    training seconds. One process at a time trains into `out_dir`: another stops at once (`runs.locks.Busy`)."""
+    from ..runs import locks
+
+    if not devices.is_main_process():  # the other processes of one distributed run follow the main one
+        return _fit(trainer, out_dir, resume, meta)
+    with locks.held(Path(out_dir) / locks.LOCK_NAME, f"training into {out_dir}"):
+        return _fit(trainer, out_dir, resume, meta)
+
+
+def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
     import json
     import time
 
