@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from . import stages
 from .data.benchmark import test_records
 from .evaluation.effects import effect, item_outcomes
-from .profiles import Profile
+from .profiles import ABLATION_GRIDS, Profile
 from .runs.integrity import finished_output
 from .runs.paths import artifacts_dir, run_dir
 from .runs.records import read_jsonl
@@ -75,6 +75,9 @@ TASK_KEYS = ("success_rate", "isr", "needless_rate", "unsafe_rate")
 def skip_reason(profile: Profile, name: str) -> str | None:
     """Why this profile does not run variant `name` (None: it runs)."""
     v = VARIANTS[name]
+    grid = ABLATION_GRIDS.get(profile.name)
+    if grid is not None and name not in grid:
+        return f"outside the {profile.name} profile's grid ({', '.join(grid)}; `profiles.ABLATION_GRIDS`): cpu runs it"
     if v.name == v.reference or not v.overrides:
         return None
     if v.overrides.get("use_prev_screenshot") is False and not profile.use_prev_screenshot:

@@ -30,12 +30,11 @@ from .data import benchmark as data
 from .data.benchmark import held_out_tasks, test_records
 from .evaluation import episodes
 from .evaluation import seeds
-from .evaluation.metrics import headline
 from .profiles import Profile, get_profile
 from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
 from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
-from .runs.records import ORDER, REFERENCES
+from .runs.records import ORDER, REFERENCES, headline
 from .stages import (base_agent, dagger, dagger_examples, dagger_table, evaluate_all_tasks, evaluate_checkpoint,
                      evaluate_checkpoint_tasks, evaluate_references, grpo, grpo_seeds, operating_curves, played_digest,
                      seed_names, select_checkpoint, sft, sft_control)

@@ -508,16 +508,25 @@ PROFILES: dict[str, Profile] = {
 CPU_BASE_AGENT_CURRICULUM = {"base_agent_init": "base-agent-cpu-s0-v2-procedural", "base_agent_tasks": 5000,
                              "copy_drill_tasks": 3000, "base_agent_steps": 1200, "base_agent_lr": 5e-4}
 
-# the cpu profile's model, data, prompt and base agent (shipped, so nothing is trained for stage 0)
-# with short stages and a small test: learning shows in minutes, with wide intervals
+# the default (`DEFAULT_PROFILE`): the cpu profile's model, data, prompt and base agent (shipped, so nothing is
+# trained for stage 0) with short stages, a small test (24 held-out tasks, inquiry probes up to 40 inquiry
+# steps), GRPO groups of 4 completions for 2 prompts, one thread (another job may hold the other core) and
+# three ablation points (`ABLATION_GRIDS`): all seven notebooks in under half an hour on 2 cores (docs/log.md)
 PROFILES["quick"] = PROFILES["cpu"].replace(
-    name="quick", base_agent_from="cpu", torch_threads=2, val_tasks=20, eval_tasks=40, sft_steps=40,
-    sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1, dagger_tasks=16, dagger_steps=10, grpo_steps=20,
-    grpo_save_steps=10, task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=5, ablation_grpo_steps=2,
-    ablation_seeds=1, eval_inquiry_steps=0, val_inquiry_steps=0, grpo_seeds=1, parallel_runs=1)
+    name="quick", base_agent_from="cpu", torch_threads=1, val_tasks=20, eval_tasks=24, eval_inquiry_steps=40,
+    sft_steps=40, sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1, dagger_tasks=8, dagger_steps=5,
+    grpo_steps=10, grpo_save_steps=10, grpo_prompts_per_step=2, num_generations=4, task_grpo_steps=2,
+    max_episode_steps=10, ablation_sft_steps=10, ablation_grpo_steps=2, ablation_seeds=1, val_inquiry_steps=0,
+    grpo_seeds=1, parallel_runs=1)
 
 # what `make run`, `inquire run` and every notebook's parameters cell use when no profile is named
 DEFAULT_PROFILE = "quick"
+
+# the ablation variants (notebook 07, `ablations.VARIANTS`) of a profile that runs fewer than all of them; the
+# others are skipped with the reason. quick's three points are the sft group's reference and the two largest
+# effects measured on cpu (docs/log.md: pixels only -30.4 points of safe-step accuracy; no reasoning +41.3 of
+# step ISR and -23.5 of safe-step accuracy), so its sweep shows effects with intervals in minutes
+ABLATION_GRIDS: dict[str, tuple[str, ...]] = {"quick": ("sft_baseline", "sft_no_a11y", "sft_no_think")}
 
 # what each profile can and cannot show; the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {
@@ -525,9 +534,10 @@ PURPOSES: dict[str, str] = {
               "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."),
     "cpu": ("cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
             "miniature; 160 held-out tasks (task SR +-7 points) and step ISR on 200 inquiry steps (+-7 points)."),
-    "quick": ("quick shows SFT learning to ask in minutes on 2 cores: the cpu profile's shipped base agent, "
-              "40 SFT and 20 GRPO steps, 40 held-out tasks; 20 GRPO steps do not move ISR and its intervals "
-              "are too wide for claims (use cpu)."),
+    "quick": ("quick, the default, runs every notebook in under half an hour on 2 cores: the cpu profile's shipped "
+              "base agent, 40 SFT and 10 GRPO steps, 24 held-out tasks plus inquiry probes (step ISR on 40 inquiry "
+              "steps, +-15 points); it shows whether SFT teaches asking and how each stage is measured, not GRPO's "
+              "or DAgger's gain (use cpu)."),
     "gpu": "gpu runs Qwen2.5-VL-3B with 4-bit QLoRA on one GPU: the full-size recipe.",
 }
 

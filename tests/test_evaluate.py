@@ -231,10 +231,12 @@ def test_random_reference_is_seeded_and_parseable(records):
 
 
 def test_headline_formats_value_and_interval():
+    from inquire_lib.runs.records import headline
+
     preds = [evaluate.score(raw(Action("click", coordinate=(56, 37))), step(), SMOKE, FRAME)] * 3 + \
             [evaluate.score(raw(Action("open", text="Chat")), step(), SMOKE, FRAME)]
     m = {"checkpoint": "x", **metrics.step_metrics(preds)}
-    h = metrics.headline(m)
+    h = headline(m)
     assert h["checkpoint"] == "x"
     assert h["type_accuracy"] == "0.75 (0.30-0.95)"
     assert h["inquiry_recall"] == "n/a"  # no step required asking

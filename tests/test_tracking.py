@@ -8,6 +8,7 @@ import pytest
 
 from inquire_lib.profiles import apply_overrides
 from inquire_lib.runs import paths, tracking
+from inquire_lib.runs.records import headline
 
 pytestmark = pytest.mark.skipif(not tracking.available(), reason="tensorboard is not installed")
 
@@ -37,10 +38,10 @@ def test_two_runs_logged_and_read_back(monkeypatch, tmp_path):
 
 
 def test_headline_reads_step_and_task_metrics():
-    assert tracking.headline(_metrics(0.4)) == {"format": 1.0, "step_accuracy": 0.5, "inquiry_recall": 0.4,
-                                                "needless_rate": 0.03}
+    assert headline(_metrics(0.4), tracking.HEADLINE, text=False) == {
+        "format": 1.0, "step_accuracy": 0.5, "inquiry_recall": 0.4, "needless_rate": 0.03}
     task = {"success_rate": {"value": 0.25}, "isr": {"value": 0.5}, "mean_steps": 7.0, "unsafe_rate": {"value": None}}
-    assert tracking.headline(task, tracking.TASK_HEADLINE) == {"success_rate": 0.25, "isr": 0.5}
+    assert headline(task, tracking.TASK_HEADLINE, text=False) == {"success_rate": 0.25, "isr": 0.5}
 
 
 def test_trainer_tracking_arguments(monkeypatch, tmp_path):

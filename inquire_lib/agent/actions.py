@@ -469,25 +469,31 @@ def action_match(pred: Action | None, gold: Action, gold_bbox: list[int] | None,
 
 
 def random_action(rng, width: int, height: int, kinds=ACTION_TYPES, texts=("hello", "20", "Alice Chen", "yes"),
-                  apps=("Chat", "Shop", "Wallet"), questions=("Should I go ahead?",)) -> "Action":
-    """An action of a type drawn from `kinds` (repeat a kind to weight it) with random arguments,
-    points anywhere in a `width` x `height` frame: fuzzing input for the environment and the rewards."""
+                  apps=("Chat", "Shop", "Wallet"), questions=("Should I go ahead?",),
+                  buttons=("Back", "Home", "Menu", "Enter"), statuses=("success", "failure")) -> "Action":
+    """An action of a type drawn from `kinds` (repeat a kind to weight it) with random arguments drawn
+    from the other tuples, points anywhere in a `width` x `height` frame: fuzzing input for the
+    environment and the rewards, and the random reference policy (`evaluation.steps.RANDOM_POLICY`).
+
+    Every call draws the kind, then a point (used or not), then what the kind needs; a tuple of one
+    draws nothing. So the stream of draws, and a seeded policy's actions, depend only on the arguments."""
     kind = rng.choice(kinds)
-    xy = lambda: (rng.randrange(width), rng.randrange(height))  # noqa: E731
+    xy = (rng.randrange(width), rng.randrange(height))
+    pick = lambda options: options[0] if len(options) == 1 else rng.choice(options)  # noqa: E731
     if kind in ("click", "long_press"):
-        return Action(kind, coordinate=xy())
+        return Action(kind, coordinate=xy)
     if kind == "swipe":
-        return Action(kind, coordinate=xy(), coordinate2=xy())
+        return Action(kind, coordinate=xy, coordinate2=(rng.randrange(width), rng.randrange(height)))
     if kind == "type":
-        return Action(kind, text=rng.choice(texts))
+        return Action(kind, text=pick(texts))
     if kind == "key":
         return Action(kind, text="Enter")
     if kind == "open":
-        return Action(kind, text=rng.choice(apps))
+        return Action(kind, text=pick(apps))
     if kind == "system_button":
-        return Action(kind, button=rng.choice(["Back", "Home", "Menu", "Enter"]))
+        return Action(kind, button=pick(buttons))
     if kind == "wait":
         return Action(kind, time=1)
     if kind == "terminate":
-        return Action(kind, status=rng.choice(["success", "failure"]))
-    return Action("call_user", text=rng.choice(questions))
+        return Action(kind, status=pick(statuses))
+    return Action("call_user", text=pick(questions))

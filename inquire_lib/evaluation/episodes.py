@@ -38,7 +38,8 @@ from tqdm.auto import tqdm
 
 from ..agent.actions import Action, action_match, format_completion, parse_completion
 from .metrics import task_metrics
-from .steps import generate, random_action
+from ..agent.actions import random_action
+from .steps import RANDOM_POLICY, generate
 from ..profiles import Profile
 from ..agent.prompts import frame_for
 from ..data.benchmark import held_out_tasks
@@ -52,9 +53,6 @@ from ..world.expert import expert_act
 from ..world.flow import Task
 from ..world.render import render  # cached per screen
 
-RATES = ("success_rate", "isr", "needless_rate", "unsafe_rate", "format", "detour_rate", "recovery_rate",
-         "detour_success_rate", "first_open_accuracy")
-MEANS = ("mean_steps", "mean_needless", "mean_reward")
 ASK_TEXT = "Should I go ahead with this step?"
 
 # A policy maps the records of the episodes still running (and their environments, which only the
@@ -129,7 +127,7 @@ def random_policy(profile: Profile, seed: int = 0) -> Policy:
 
     def one(env: PhoneEnv) -> str:
         rng = rngs.setdefault(env.task.task_id, random.Random(f"random-policy:{seed}:{env.task.task_id}"))
-        action = random_action(rng, frame)
+        action = random_action(rng, frame.model_w, frame.model_h, **RANDOM_POLICY)
         # already in the model frame: format directly
         return format_completion(RANDOM_THINK if profile.use_think else None, action)
 
@@ -319,19 +317,3 @@ def find_self_corrections(profile: Profile, names, out_root: str | Path | None =
         if (run_dir(profile.name, out_root) / "eval" / name / "trajectories.jsonl").exists():
             found += self_corrections(load_trajectories(profile, name, out_root))
     return found
-
-
-def task_table(all_metrics: list[dict]):
-    """One row per checkpoint: each rate (with its 95% interval) and the means."""
-    import pandas as pd
-
-    rows = []
-    for m in all_metrics:
-        o, row = m["overall"], {"checkpoint": m["checkpoint"]}
-        for k in RATES:
-            v = o[k]
-            row[k] = None if v["value"] is None else round(v["value"], 3)
-            row[f"{k}_ci"] = None if v["value"] is None else f"{v['lo']:.2f}-{v['hi']:.2f}"
-        row.update({k: None if o[k] is None else round(o[k], 2) for k in MEANS})
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("checkpoint")

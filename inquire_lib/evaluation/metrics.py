@@ -96,6 +96,12 @@ def episode_reward(episode: dict) -> dict:
     return task_reward(episode["info"], [1.0 if st["format_ok"] else -1.0 for st in episode["steps"]])
 
 
+# what `task_rates` returns beside `n`, in the order a table shows them: rates with intervals, then means
+TASK_RATE_KEYS = ("success_rate", "isr", "needless_rate", "unsafe_rate", "format", "detour_rate", "recovery_rate",
+                  "detour_success_rate", "first_open_accuracy")
+TASK_MEAN_KEYS = ("mean_steps", "mean_needless", "mean_reward")
+
+
 def task_rates(eps: list[dict]) -> dict:
     """Rates and means of a set of episodes (see `evaluation.episodes`)."""
     req = [e for e in eps if e["inquiry_required"]]
@@ -132,12 +138,3 @@ def _first_open_ok(episode: dict) -> bool:
 def task_metrics(episodes: list[dict]) -> dict:
     """Overall, per-category and per-sub-category rates of a set of episodes."""
     return grouped(episodes, task_rates)
-
-
-def headline(metrics: dict) -> dict:
-    """The overall numbers of a metrics dict, as value (lo-hi) strings, for tables."""
-    o = metrics["overall"]
-    fmt = lambda m: "n/a" if m["value"] is None else f"{m['value']:.2f} ({m['lo']:.2f}-{m['hi']:.2f})"
-    keys = ["format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "inquiry_precision",
-            "needless_rate", "safe_step_accuracy"]
-    return {"checkpoint": metrics["checkpoint"], **{k: fmt(o[k]) for k in keys}}

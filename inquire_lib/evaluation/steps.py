@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from ..agent.actions import Action, Frame, action_match, format_completion, parse_completion
+from ..agent.actions import Action, Frame, action_match, format_completion, parse_completion, random_action
 from ..profiles import Profile
 from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
 from ..data.benchmark import test_records
@@ -99,25 +99,17 @@ def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: 
                                           Action("call_user", text="Should I go ahead with this step?")))
         elif policy == "random":
             outs.append(format_completion("Inquiry check: not needed, because random." if profile.use_think else None,
-                                          random_action(rng, frame)))
+                                          random_action(rng, frame.model_w, frame.model_h, **RANDOM_POLICY)))
         else:
             raise ValueError(f"unknown reference policy {policy!r}")
     return outs
 
 
-def random_action(rng: random.Random, frame: Frame) -> Action:
-    """A random action type with random arguments, coordinates in the model's frame."""
-    kind = rng.choice(["click", "click", "click", "type", "open", "system_button", "terminate", "call_user", "swipe"])
-    xy = (rng.randrange(frame.model_w), rng.randrange(frame.model_h))
-    return {
-        "click": lambda: Action("click", coordinate=xy),
-        "swipe": lambda: Action("swipe", coordinate=xy, coordinate2=(rng.randrange(frame.model_w), rng.randrange(frame.model_h))),
-        "type": lambda: Action("type", text=rng.choice(["hello", "50", "yes"])),
-        "open": lambda: Action("open", text=rng.choice(["Wallet", "Chat", "Shop", "Maps"])),
-        "system_button": lambda: Action("system_button", button=rng.choice(["Back", "Home"])),
-        "terminate": lambda: Action("terminate", status="success"),
-        "call_user": lambda: Action("call_user", text="What should I do?"),
-    }[kind]()
+# the random reference policy's actions (`agent.actions.random_action`, in the model's frame): clicks three
+# times as likely as any other kind
+RANDOM_POLICY = {"kinds": ("click", "click", "click", "type", "open", "system_button", "terminate", "call_user", "swipe"),
+                 "texts": ("hello", "50", "yes"), "apps": ("Wallet", "Chat", "Shop", "Maps"),
+                 "questions": ("What should I do?",), "buttons": ("Back", "Home"), "statuses": ("success",)}
 
 
 # ---------------------------------------------------------------------------- scoring

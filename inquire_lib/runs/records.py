@@ -156,3 +156,26 @@ def load_metrics(run_dir: str | Path, kind: str = "step", names=None) -> list[di
     folder = metrics_file(run_dir, kind, "x").parent
     found = {p.stem[len(kind) + 1:]: json.loads(p.read_text()) for p in sorted(folder.glob(f"{kind}_*.json"))}
     return [found[n] for n in checkpoint_order(found) if names is None or n in names]
+
+
+# the step rates a notebook shows side by side
+STEP_HEADLINE = ("format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "inquiry_precision",
+                 "needless_rate", "safe_step_accuracy")
+
+
+def headline(metrics: dict, keys=STEP_HEADLINE, text: bool = True) -> dict:
+    """The headline rates `keys` of a metrics record (its `overall`; a dict without one is read as is).
+    As text, for a notebook's table: the record's checkpoint, then each rate as "value (lo-hi)" ("n/a"
+    where it has no value). With `text=False`, each rate's value as a float, those without one left out
+    (TensorBoard's scalars)."""
+    body = metrics.get("overall", metrics)
+    if text:
+        fmt = lambda m: "n/a" if m["value"] is None else f"{m['value']:.2f} ({m['lo']:.2f}-{m['hi']:.2f})"  # noqa: E731
+        return {"checkpoint": metrics["checkpoint"], **{k: fmt(body[k]) for k in keys}}
+    out = {}
+    for key in keys:
+        value = body.get(key)
+        value = value.get("value") if isinstance(value, dict) else value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out

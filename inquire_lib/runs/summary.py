@@ -48,7 +48,7 @@ def _chain(metrics: list[dict], ablations: bool) -> list[dict]:
     return [m for m in metrics if ablations or not str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)]
 
 
-def step_table(run_dir: str | Path, ablations: bool = False, metrics: list[dict] | None = None) -> str:
+def step_markdown(run_dir: str | Path, ablations: bool = False, metrics: list[dict] | None = None) -> str:
     """One row per step-evaluated checkpoint (ablation points only with `ablations`): n, the
     `STEP_COLUMNS` rates, then right/total per gold action type. `metrics`: the run's, if already read."""
     rows = []
@@ -60,7 +60,7 @@ def step_table(run_dir: str | Path, ablations: bool = False, metrics: list[dict]
     return _table(["checkpoint", "steps"] + [t for t, _ in STEP_COLUMNS] + list(ACTION_TYPES), rows)
 
 
-def task_table(run_dir: str | Path, ablations: bool = False, metrics: list[dict] | None = None) -> str:
+def task_markdown(run_dir: str | Path, ablations: bool = False, metrics: list[dict] | None = None) -> str:
     """One row per task-evaluated checkpoint (ablation points only with `ablations`): tasks, the
     `TASK_COLUMNS` rates. `metrics`: the run's, if already read."""
     rows = []
@@ -70,7 +70,7 @@ def task_table(run_dir: str | Path, ablations: bool = False, metrics: list[dict]
     return _table(["checkpoint", "tasks"] + [t for t, _ in TASK_COLUMNS], rows)
 
 
-def time_table(run_dir: str | Path, manifest: dict | None = None) -> str:
+def time_markdown(run_dir: str | Path, manifest: dict | None = None) -> str:
     """Each notebook of the run's manifest (read here unless given) with its status and wall time in minutes."""
     manifest = _manifest(run_dir) if manifest is None else manifest
     rows = [[nb.get("name", "?"), nb.get("status", "?"),
@@ -97,9 +97,9 @@ def summary(run_dir: str | Path, ablations: bool = False) -> str:
     head = (f"Run `{manifest.get('run', run_dir.name)}`, profile `{manifest.get('profile', '?')}`, git {sha}, "
             f"finished {manifest.get('finished', '?')}")
     step, task = load_metrics(run_dir, "step"), load_metrics(run_dir, "task")
-    parts = [head, "Step level (held-out test steps, greedy; Wilson 95% CIs):", step_table(run_dir, ablations, step),
-             "Task level (online in PhoneEnv, held-out tasks):", task_table(run_dir, ablations, task),
-             "Wall time:", time_table(run_dir, manifest)]
+    parts = [head, "Step level (held-out test steps, greedy; Wilson 95% CIs):", step_markdown(run_dir, ablations, step),
+             "Task level (online in PhoneEnv, held-out tasks):", task_markdown(run_dir, ablations, task),
+             "Wall time:", time_markdown(run_dir, manifest)]
     hidden = {m["checkpoint"] for m in step + task if str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)}
     if hidden and not ablations:
         parts.insert(1, f"({len(hidden)} ablation points of notebook 07 not shown: `--ablations` lists them)")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..profiles import Profile
 from .paths import run_dir, run_name, to_json
+from .records import headline
 
 TRACKER = "tensorboard"
 # the step metrics logged per checkpoint (values of `metrics["overall"]`)
@@ -105,22 +106,10 @@ def use_tracking(config, tracking: dict):
     return config
 
 
-def headline(metrics: dict, keys=HEADLINE) -> dict[str, float]:
-    """The headline values of a metrics dict (`overall` for step metrics, top level for task metrics)."""
-    body = metrics.get("overall", metrics)
-    out = {}
-    for key in keys:
-        value = body.get(key)
-        value = value.get("value") if isinstance(value, dict) else value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = float(value)
-    return out
-
-
 def log_metrics(profile: Profile, checkpoint: str, metrics: dict, kind: str = "step", out_root=None) -> Path | None:
     """Log a checkpoint's headline metrics as scalars `<kind>/<metric>` of TensorBoard run
     `eval_<checkpoint>`, with the profile as its hyperparameters; None when TensorBoard is missing."""
-    values = headline(metrics, HEADLINE if kind == "step" else TASK_HEADLINE)
+    values = headline(metrics, HEADLINE if kind == "step" else TASK_HEADLINE, text=False)
     return log_profile(profile, f"eval_{checkpoint}", {f"{kind}/{k}": v for k, v in values.items()}, out_root)
 
 

@@ -18,7 +18,6 @@ distribution. The expert reads the environment's position on the gold path, whic
 """
 from __future__ import annotations
 
-import gc
 import io
 import json
 import random
@@ -138,15 +137,11 @@ def labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list,
     """Play the checkpoint at `path` greedily on `tasks`, every visited state labelled by the expert
     (`Labeller`); returns (the labeller, which holds the states, and the episodes) and frees the model."""
     from ..evaluation.episodes import model_policy, run_episodes
-    from .models import load_checkpoint
+    from .models import loaded
 
     labeller = Labeller(profile, round_index, beta, profile.seed, id_prefix)
-    model, processor = load_checkpoint(profile, path)
-    try:
-        played = run_episodes(labeller.wrap(model_policy(model, processor, profile)), tasks, profile)
-    finally:
-        del model
-        gc.collect()
+    with loaded(profile, path) as m:
+        played = run_episodes(labeller.wrap(model_policy(m.model, m.processor, profile)), tasks, profile)
     return labeller, played
 
 

@@ -270,12 +270,16 @@ class Loaded:
 
 
 @contextlib.contextmanager
-def loaded(profile: Profile, path: str | None):
+def loaded(profile: Profile, path: str | None, base: str | None = None):
     """`with loaded(profile, path) as m:` the checkpoint at `path` (`load_checkpoint`) as `m.model` and
     `m.processor`, freed when the block ends, raised or not. The block's name holds the emptied
     `Loaded`, not the model, so the next model of a loop is loaded into the memory this one held, not
-    beside it."""
-    held = Loaded(*load_checkpoint(profile, path))
+    beside it. `base`: the model under an adapter checkpoint whose folder does not name it (a trainer's
+    checkpoint-<step> folder)."""
+    if base is not None and path is not None and (Path(path) / "adapter_config.json").exists():
+        held = Loaded(*load_model_and_processor(profile, checkpoint=base, adapter=path))
+    else:
+        held = Loaded(*load_checkpoint(profile, path))
     try:
         yield held
     finally:

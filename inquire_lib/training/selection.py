@@ -22,7 +22,6 @@ of the checkpoint apply the bias (`training.checkpoints.ask_bias_of`).
 """
 from __future__ import annotations
 
-import gc
 import json
 import shutil
 from pathlib import Path
@@ -31,7 +30,7 @@ from ..evaluation.metrics import step_metrics, task_rates
 from ..evaluation.episodes import model_policy, run_episodes
 from ..data.benchmark import validation_records, validation_tasks
 from ..evaluation.steps import generate, score
-from .models import load_checkpoint, load_model_and_processor
+from .models import loaded
 from ..profiles import Profile
 from ..agent.prompts import frame_for
 from ..runs.integrity import complete_checkpoints, write_marker
@@ -92,21 +91,10 @@ def checkpoints(run: Path, last_step: int) -> list[tuple[int, Path]]:
     return found
 
 
-def _load(profile: Profile, path: str | None, base: str | None):
-    # `base`: the model under an adapter checkpoint (a trainer's checkpoint folder does not name it)
-    if base is not None and path is not None and (Path(path) / "adapter_config.json").exists():
-        return load_model_and_processor(profile, checkpoint=base, adapter=path)
-    return load_checkpoint(profile, path)
-
-
 def validate(profile: Profile, path: str | None, records: list[dict], base: str | None = None) -> dict:
     """Overall validation metrics (value only) of one checkpoint, greedy as in the test evaluation."""
-    model, processor = _load(profile, path, base)
-    try:
-        raw = generate(model, processor, records, profile, progress=False)
-    finally:
-        del model
-        gc.collect()
+    with loaded(profile, path, base) as m:
+        raw = generate(m.model, m.processor, records, profile, progress=False)
     frame = frame_for(profile)
     overall = step_metrics([score(r, rec, profile, frame) for r, rec in zip(raw, records)])["overall"]
     return {k: overall[k]["value"] for k in KEYS}
@@ -117,12 +105,8 @@ def needless_episode_share(profile: Profile, path: str | None, tasks: list, base
     """The share of `tasks`, played online and greedily by one checkpoint (with `ask_bias` on its ask
     decision), with at least one needless inquiry: the task-level `needless_rate` of
     `evaluation.metrics.task_rates`."""
-    model, processor = _load(profile, path, base)
-    try:
-        played = run_episodes(model_policy(model, processor, profile, ask_bias=ask_bias), tasks, profile)
-    finally:
-        del model
-        gc.collect()
+    with loaded(profile, path, base) as m:
+        played = run_episodes(model_policy(m.model, m.processor, profile, ask_bias=ask_bias), tasks, profile)
     return task_rates(played)["needless_rate"]["value"]
 
 

@@ -65,7 +65,7 @@ def text_rows(ds: datasets.Dataset) -> list[dict]:
     return rows
 
 
-def task_table(dd: datasets.DatasetDict) -> pd.DataFrame:
+def benchmark_tasks(dd: datasets.DatasetDict) -> pd.DataFrame:
     """One row per task: split, task_id, category, subcategory, template, app, num_steps,
     inquiry_required (the task has an inquiry step), instruction; splits in train, test order."""
     frames = []
@@ -95,7 +95,7 @@ def summary(dd: datasets.DatasetDict, fingerprint: str | None = None) -> dict:
     tasks, steps, inquiry steps, n_categories / n_subcategories (inquiry ones, safe excluded),
     safe_tasks, templates, mean steps per task, and the fingerprint."""
     per_split = data.stats(dd)
-    tasks = task_table(dd)
+    tasks = benchmark_tasks(dd)
     inquiry = tasks[tasks["category"] != SAFE]
     return {
         "fingerprint": fingerprint if fingerprint is not None else data.fingerprint(dd),

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..agent.actions import ACTION_TYPES
+from ..evaluation.metrics import TASK_MEAN_KEYS, TASK_RATE_KEYS
 
 METRICS = ("format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "needless_rate",
            "safe_step_accuracy")
@@ -52,7 +53,8 @@ def selection_curve(record: dict, title: str) -> go.Figure:
     return fig
 
 
-def metrics_table(all_metrics: list[dict], keys=METRICS) -> pd.DataFrame:
+def metrics_table(all_metrics: list[dict], keys=METRICS, means=()) -> pd.DataFrame:
+    """One row per checkpoint: each rate of `keys` and its 95% interval, then each mean of `means`."""
     rows = []
     for m in all_metrics:
         o = m["overall"]
@@ -61,8 +63,14 @@ def metrics_table(all_metrics: list[dict], keys=METRICS) -> pd.DataFrame:
             v = o.get(k) or {"value": None}  # a metric newer than the stored file: shown empty
             row[k] = None if v["value"] is None else round(v["value"], 3)
             row[f"{k}_ci"] = None if v["value"] is None else f"{v['lo']:.2f}-{v['hi']:.2f}"
+        row.update({k: None if o.get(k) is None else round(o[k], 2) for k in means})
         rows.append(row)
     return pd.DataFrame(rows).set_index("checkpoint")
+
+
+def task_table(all_metrics: list[dict]) -> pd.DataFrame:
+    """`metrics_table` of task-level metrics (`evaluation.episodes`): every episode rate, then the means."""
+    return metrics_table(all_metrics, TASK_RATE_KEYS, TASK_MEAN_KEYS)
 
 
 # past this many checkpoints a bar chart is faceted: one panel per rate, checkpoints along its axis
