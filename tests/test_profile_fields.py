@@ -35,7 +35,7 @@ def test_a_field_without_metadata_is_reported():
         new_knob: int = 3
         typo_knob: int = dataclasses.field(default=1, metadata={"help": "a knob", "affects": ("evall",)})
 
-    found = unclassified_fields(WithNewField)
+    found = [line for line in unclassified_fields(WithNewField) if line.startswith(("new_knob:", "typo_knob:"))]
     assert found[0] == "new_knob: no one-line help"
     assert found[1].startswith("new_knob: affects None is not a non-empty tuple of data, tokenizer")
     assert found[2].startswith("typo_knob: affects ('evall',)")
