@@ -5,6 +5,7 @@ import datetime as dt
 import importlib.metadata
 import json
 import platform
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -158,14 +159,25 @@ def test_bad_arguments_fail_before_any_kernel(nbdir: Path, tmp_path: Path):
     assert not (tmp_path / "smoke").exists()
 
 
+def _head() -> str | None:
+    done = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=runs.REPO_ROOT, capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
 def test_run_manifest_fields():
+    before = _head()
     m = runs.run_manifest("cpu", seed=7)
+    after = _head()  # a commit may land meanwhile: the sha is HEAD's at one end or the other
     assert m["profile"] == "cpu" and m["seed"] == 7
     assert m["settings"] == json.loads(json.dumps(get_profile("cpu").to_dict()))
     assert m["settings"]["lora_targets"] == list(get_profile("cpu").lora_targets)
     assert runs.run_manifest("gpu")["seed"] == get_profile("gpu").seed
     assert m["packages"]["transformers"] == importlib.metadata.version("transformers")
-    assert m["git_sha"] is None or len(m["git_sha"]) == 40
+    if before is not None:  # a git checkout: HEAD's full sha, and whether the tree differs from it
+        assert re.fullmatch(r"[0-9a-f]{40}", m["git_sha"]) and m["git_sha"] in {before, after}
+        assert isinstance(m["git_dirty"], bool)
+    else:  # a tree outside git (an unpacked archive): nothing to name
+        assert (m["git_sha"], m["git_dirty"]) == (None, None)
     dt.datetime.fromisoformat(m["created"])
 
 

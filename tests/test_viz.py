@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import io
 import sys
 from pathlib import Path
@@ -103,10 +104,13 @@ def test_step_figure_geometry_colour_and_badge(outcome, frame, scale, size):
         assert text.startswith("<b>Inquiry not required</b>")
         assert "reason:" not in text
     asked = parsed is not None and parsed["action"] == "call_user"
+    assert asked == (outcome == "needless_inquiry")  # the one synthetic prediction that asks
     assert ("Model asked:" in text) == asked
     if asked:
-        assert "&lt;b&gt;button&lt;/b&gt;" in text or "send 50 EUR" in text
-        assert "<img" not in text  # the question is untrusted markup: escaped, never live
+        # the whole question, escaped (untrusted markup, never live), wrapped at spaces into lines
+        shown = text.split("<b>Model asked:</b> ", 1)[1].replace("<br>", " ")
+        assert shown == "“" + html.escape(parsed["text"], quote=False) + "”"
+        assert "<img" not in text and "&lt;img src=x" in text
 
 
 def test_expected_outcome_set_is_covered():
