@@ -311,8 +311,13 @@ def test_metrics_bars_colour_each_checkpoint_and_facet_past_eight():
     keys = ("success_rate", "isr", "needless_rate", "unsafe_rate", "recovery_rate")
     fig = plots.task_bars(_metrics(many, keys))
     assert len(fig.data) == len(keys)  # one panel per rate
-    assert all(list(t.x) == many and not t.showlegend for t in fig.data)
-    assert list(fig.data[0].marker.color) == [viz.checkpoint_color(n) for n in many]
+    # named once each on the shared axis: the recipe's checkpoints, then the references, then the ablation points
+    ordered = [n for n in many if n not in ("always_act", "always_ask", "random") and not n.startswith("abl_")] + [
+        "always_act", "always_ask", "random"] + [n for n in many if n.startswith("abl_")]
+    assert all(list(t.y) == ordered and t.orientation == "h" and not t.showlegend for t in fig.data)
+    assert list(fig.data[0].marker.color) == [viz.checkpoint_color(n) for n in ordered]
+    assert fig.layout.yaxis2.matches == "y" and fig.layout.height >= 20 * len(many)
+    assert len(fig.layout.shapes) == 2 * len(keys)  # a line above the references and above the ablation points
     assert [a.text for a in fig.layout.annotations] == ["task SR", "task ISR", "needless", "unsafe", "recovery"]
 
 

@@ -73,7 +73,7 @@ def task_table(all_metrics: list[dict]) -> pd.DataFrame:
     return metrics_table(all_metrics, TASK_RATE_KEYS, TASK_MEAN_KEYS)
 
 
-# past this many checkpoints a bar chart is faceted: one panel per rate, checkpoints along its axis
+# past this many checkpoints a bar chart is faceted: one panel per rate, the checkpoints named on a shared axis
 GROUPED_MAX = 8
 NAMES = {"format": "format", "type_accuracy": "type acc", "step_accuracy": "step acc", "click_in_bbox": "click in bbox",
          "inquiry_recall": "step ISR", "needless_rate": "needless", "safe_step_accuracy": "safe-step acc",
@@ -89,7 +89,8 @@ def _errors(vals: list[dict]) -> dict:
 def metrics_bars(all_metrics: list[dict], keys=METRICS, title: str = "step-level metrics (95% Wilson CI)") -> go.Figure:
     """Each checkpoint's overall rates with their intervals, one colour per checkpoint (`overlays.checkpoint_color`;
     references in greys). Up to `GROUPED_MAX` checkpoints: bars grouped by rate, the legend under the plot.
-    More: one panel per rate with the checkpoints along its axis, named there (no legend to match colours by)."""
+    More: horizontal bars, one panel per rate side by side, every checkpoint named once on their shared axis (no
+    legend to match colours by), the recipe's checkpoints first, then the references, then ablation points."""
     from .overlays import checkpoint_color
 
     empty = {"value": None, "lo": None, "hi": None}
@@ -102,19 +103,28 @@ def metrics_bars(all_metrics: list[dict], keys=METRICS, title: str = "step-level
         fig.update_layout(barmode="group", title=title, yaxis_range=[0, 1.05], height=440,
                           legend=dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0))
         return fig
-    names = [m["checkpoint"] for m in all_metrics]
-    cols = 2
-    rows = -(-len(keys) // cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[NAMES.get(k, k) for k in keys],
-                        vertical_spacing=min(0.5 / rows, 0.12) + 0.25 / rows, horizontal_spacing=0.08)
+    # many: horizontal bars, one panel per rate side by side, every checkpoint named once on the shared axis,
+    # the recipe's checkpoints first, then the references, then notebook 07's ablation points (lines between)
+    refs = {"expert", "always_act", "always_ask", "random"}
+    group = lambda n: 2 if n.startswith("abl_") else 1 if n in refs else 0
+    ordered = sorted(all_metrics, key=lambda m: group(m["checkpoint"]))  # stable: keeps the order within a group
+    names = [m["checkpoint"] for m in ordered]
+    fig = make_subplots(rows=1, cols=len(keys), shared_yaxes=True, horizontal_spacing=0.015,
+                        subplot_titles=[NAMES.get(k, k) for k in keys])
     for i, k in enumerate(keys):
-        vals = [m["overall"].get(k) or empty for m in all_metrics]
-        fig.add_bar(x=names, y=[v["value"] or 0 for v in vals], marker_color=[checkpoint_color(n) for n in names],
-                    error_y=_errors(vals), showlegend=False, name=NAMES.get(k, k), row=i // cols + 1, col=i % cols + 1)
-    fig.update_yaxes(range=[0, 1.05])
-    fig.update_xaxes(tickangle=-45, tickfont=dict(size=10))
-    fig.update_layout(title=f"{title}: {len(names)} checkpoints, one panel per rate", height=330 * rows + 80,
-                      margin=dict(b=40))
+        vals = [m["overall"].get(k) or empty for m in ordered]
+        err = _errors(vals)
+        fig.add_bar(y=names, x=[v["value"] or 0 for v in vals], orientation="h", showlegend=False, name=NAMES.get(k, k),
+                    marker_color=[checkpoint_color(n) for n in names], row=1, col=i + 1,
+                    error_x=dict(type="data", symmetric=False, array=err["array"], arrayminus=err["arrayminus"]))
+    fig.update_xaxes(range=[0, 1.05], tickvals=[0, 0.5, 1])
+    fig.update_yaxes(autorange="reversed", tickfont=dict(size=11), automargin=True)
+    for a, b in zip(names, names[1:]):
+        if group(a) != group(b):  # a line between the recipe, the references and the ablation points
+            for i in range(len(keys)):
+                fig.add_hline(y=names.index(b) - 0.5, line_color="#555", line_width=1, row=1, col=i + 1)
+    fig.update_layout(title=f"{title}: {len(names)} checkpoints", height=140 + 20 * len(names),
+                      width=200 + 190 * len(keys), margin=dict(l=10, r=10, t=90, b=30))
     return fig
 
 
@@ -244,8 +254,7 @@ def ablation_effects(effects: pd.DataFrame) -> dict[str, go.Figure]:
                 fig.add_vline(x=0, line_dash="dot", line_color="#888", row=i + 1, col=col)
         fig.update_yaxes(categoryorder="array", categoryarray=variants[::-1], automargin=True)
         fig.update_xaxes(title_text="effect in points (variant - reference)", row=n)
-        fig.update_layout(title=f"ablations against {reference}: effect with 95% interval over seeds and items "
-                                "(filled: excludes 0)",
-                          height=120 + n * (70 + 28 * len(variants)), margin=dict(l=10, r=20))
+        fig.update_layout(title=f"against {reference}: effect, 95% interval over seeds and items (filled: excludes 0)",
+                          height=120 + n * (70 + 28 * len(variants)), width=920, margin=dict(l=10, r=20))
         out[str(reference)] = fig
     return out
