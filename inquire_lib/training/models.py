@@ -172,10 +172,14 @@ def tiny_dir(profile: Profile) -> Path:
 
 
 def model_path(profile: Profile) -> str:
-    """Where the profile's base model lives: the tiny cache folder, or the hub id / local path."""
+    """Where the profile's base model lives: the tiny cache folder, the pretrained graft's cache folder
+    (`training.pretrained`), or the hub id / local path."""
     if profile.is_tiny:
         size = profile.model.split(":", 1)[1]
         return str(build_tiny_model(tiny_dir(profile), size, profile.seed, profile))
+    from .pretrained import PRETRAINED, build_pretrained_model, pretrained_dir
+    if profile.model in PRETRAINED:
+        return str(build_pretrained_model(pretrained_dir(profile), profile, profile.seed))
     from .devices import resolve_model
     return resolve_model(profile)
 

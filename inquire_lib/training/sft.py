@@ -151,7 +151,9 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
         return str(path)
     if not rebuild and _install_shipped(path, profile) and shipped.is_shipped_copy(path):
         return str(path)
-    plain = profile.replace(lora=False, load_in_4bit=False,
+    # a model from scratch trains every weight; a pretrained one a LoRA adapter and its new vision tower
+    pretrained = is_pretrained(profile)
+    plain = profile.replace(lora=pretrained, load_in_4bit=False,
                             torch_threads=profile.base_agent_threads or profile.torch_threads)
     start = base_agent_init(profile)
     warmup_dir = cache_dir() / "runs" / f"{path.name}-copy-warmup"
@@ -160,9 +162,12 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
         start = copy_warmup(plain, start, warmup_dir, callbacks=progress_callbacks).path
     res = _run_sft(plain, start=start, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
                    train=stage0_records(plain), steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
-                   resume=True, callbacks=progress_callbacks)
+                   resume=True, callbacks=progress_callbacks, modules_to_save=("visual",) if pretrained else ())
     if is_main_process():
-        copy_dir_atomic(res.path, path)  # replaces a cache that failed its check, whole; the marker comes along
+        if pretrained:
+            merge_adapter(plain, res.path, path)
+        else:
+            copy_dir_atomic(res.path, path)  # replaces a cache that failed its check, whole; the marker comes along
         shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
         shutil.rmtree(warmup_dir, ignore_errors=True)
     wait_for_everyone()
@@ -176,9 +181,50 @@ def _install_shipped(path: Path, profile: Profile) -> bool:
     from . import shipped
 
     if is_main_process():
-        shipped.install(path.name, model_path(profile), path)
+        merge = (lambda adapter, out: merge_adapter(profile, adapter, out, publish=False)) if is_pretrained(profile) else None
+        shipped.install(path.name, model_path(profile), path, merge=merge)
     wait_for_everyone()
     return is_complete(path)
+
+
+def is_pretrained(profile: Profile) -> bool:
+    """Whether the profile's model is a pretrained language model grafted offline (`training.pretrained`)."""
+    from .pretrained import PRETRAINED
+    return profile.model in PRETRAINED
+
+
+def merge_adapter(profile: Profile, adapter: str | Path, dest: str | Path, publish: bool = True) -> Path:
+    """The profile's base model with the stage-0 `adapter` (LoRA and the trained vision tower) merged in,
+    as a full model folder at `dest` that later stages start from like any base agent; the adapter
+    itself is kept in `dest/adapter` (what `shipped.export` ships). With `publish` (the default)
+    `dest` appears whole with its marker; without, `dest` is a folder being written by the caller."""
+    from peft import PeftModel
+
+    from ..runs.integrity import write_marker
+    from ..runs.paths import atomic_dir
+    from . import shipped
+
+    model, _ = load_model_and_processor(profile.replace(load_in_4bit=False))
+    merged = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
+
+    def write(folder: Path) -> None:
+        merged.save_pretrained(folder)
+        keep = folder / shipped.ADAPTER
+        if Path(adapter).resolve() != keep.resolve():
+            keep.mkdir(exist_ok=True)
+            for name in (shipped.ADAPTER_WEIGHTS, *shipped.ADAPTER_CONFIGS):
+                shutil.copyfile(Path(adapter) / name, keep / name)
+        meta = Path(adapter) / "inquire_train.json"
+        if meta.exists() and not (folder / "inquire_train.json").exists():
+            shutil.copyfile(meta, folder / "inquire_train.json")
+
+    if not publish:
+        write(Path(dest))
+        return Path(dest)
+    with atomic_dir(dest) as tmp:
+        write(tmp)
+        write_marker(tmp)
+    return Path(dest)
 
 
 def base_agent_init(profile: Profile) -> str | None:
@@ -215,7 +261,7 @@ def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | Non
 
 def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fraction: float, steps: int, lr: float,
              warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None,
-             track: str | None = None) -> TrainResult:
+             track: str | None = None, modules_to_save: tuple[str, ...] = ()) -> TrainResult:
     """Supervised fine-tuning into `out_dir`; logs to the run's tracker as stage `track` (None: not tracked)."""
     from trl import SFTTrainer
 
@@ -228,7 +274,7 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
         peft_config, base = None, base_of(start, profile)
     else:
         model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
-        peft_config, base = (lora_config(profile) if profile.lora else None), start or model_path(profile)
+        peft_config, base = (lora_config(profile, modules_to_save) if profile.lora else None), start or model_path(profile)
     config = sft_config(profile, out_dir, steps=steps, lr=lr, warmup=warmup)
     record = config_record(config)  # what is trained, not where it is logged
     with trainer_tracking(profile, track) as tracking:

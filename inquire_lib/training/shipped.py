@@ -9,6 +9,11 @@ the base agent's cache folder name, so it names the profile, seed, stage-0 versi
 settings that give a base agent of its own. `install` copies a shipped agent into the cache only
 when every hash matches; anything else (no manifest, a missing or tampered file, another
 tokenizer) returns False and the caller trains it. No weights are committed with the code.
+
+A base agent of a pretrained model (the `small` profile) ships as its LoRA adapter and vision tower
+(`adapter_model.safetensors`, a few MB) instead of the merged weights (hundreds of MB): `install`
+hands the checked adapter to a `merge` callback that writes the full model, since the language model
+itself comes from its own installed package.
 """
 from __future__ import annotations
 
@@ -23,6 +28,9 @@ from ..runs.paths import REPO_ROOT, atomic_dir
 SHIPPED_ROOT = REPO_ROOT / "assets" / "base_agents"
 WEIGHTS = "model.safetensors"
 CONFIGS = ("config.json", "generation_config.json")
+ADAPTER = "adapter"  # the subfolder of a pretrained model's base agent that holds its adapter
+ADAPTER_WEIGHTS = "adapter_model.safetensors"
+ADAPTER_CONFIGS = ("adapter_config.json",)
 MAX_BYTES = 25 * 1024 * 1024
 
 
@@ -41,26 +49,31 @@ def export(model_dir: str | Path, tokenizer_dir: str | Path, name: str, command:
     """Copy a trained base agent's weights and config into `root/name` (default: `SHIPPED_ROOT`)
     with its manifest; returns the manifest."""
     model_dir, out = Path(model_dir), Path(SHIPPED_ROOT if root is None else root) / name
-    weights = model_dir / WEIGHTS
+    kind = "adapter" if (model_dir / ADAPTER / ADAPTER_WEIGHTS).exists() else "model"
+    source, file, configs = ((model_dir / ADAPTER, ADAPTER_WEIGHTS, ADAPTER_CONFIGS) if kind == "adapter"
+                             else (model_dir, WEIGHTS, CONFIGS))
+    weights = source / file
     size = weights.stat().st_size
     if size > MAX_BYTES:
         raise ValueError(f"{weights}: {size} bytes, more than the {MAX_BYTES} a shipped agent may hold")
     out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(weights, out / WEIGHTS)
-    for cfg in CONFIGS:
-        if (model_dir / cfg).exists():
-            shutil.copyfile(model_dir / cfg, out / cfg)
-    manifest = {"name": name, "file": WEIGHTS, "sha256": sha256_file(out / WEIGHTS), "bytes": size,
+    shutil.copyfile(weights, out / file)
+    for cfg in configs:
+        if (source / cfg).exists():
+            shutil.copyfile(source / cfg, out / cfg)
+    manifest = {"name": name, "kind": kind, "file": file, "sha256": sha256_file(out / file), "bytes": size,
                 "tokenizer_sha256": sha256_file(Path(tokenizer_dir) / "tokenizer.json"),
                 "command": command, "seed": seed, "code_version": code_version(), **(extra or {})}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 
-def install(name: str, tokenizer_dir: str | Path, dest: str | Path, root: str | Path | None = None) -> bool:
+def install(name: str, tokenizer_dir: str | Path, dest: str | Path, root: str | Path | None = None,
+            merge=None) -> bool:
     """Put the shipped agent `name` at `dest` (a model folder `from_pretrained` loads, with its
     completeness marker) when its weights' and tokenizer's hashes match the manifest; False when
-    there is none or a hash differs, and `dest` is then left as it was."""
+    there is none or a hash differs, and `dest` is then left as it was. An adapter (`kind` "adapter")
+    needs `merge(adapter_folder, out_folder)`, which writes the full model into `out_folder`."""
     src = Path(SHIPPED_ROOT if root is None else root) / name
     if not (src / "manifest.json").exists():
         return False
@@ -71,11 +84,18 @@ def install(name: str, tokenizer_dir: str | Path, dest: str | Path, root: str | 
     tokenizer = Path(tokenizer_dir) / "tokenizer.json"
     if not tokenizer.exists() or sha256_file(tokenizer) != manifest["tokenizer_sha256"]:
         return False
+    adapter = manifest.get("kind") == "adapter"
+    if adapter and merge is None:
+        return False
     with atomic_dir(dest) as tmp:
-        shutil.copyfile(weights, tmp / WEIGHTS)
-        for cfg in CONFIGS:
+        target = tmp / ADAPTER if adapter else tmp
+        target.mkdir(exist_ok=True)
+        shutil.copyfile(weights, target / manifest["file"])
+        for cfg in (ADAPTER_CONFIGS if adapter else CONFIGS):
             if (src / cfg).exists():
-                shutil.copyfile(src / cfg, tmp / cfg)
+                shutil.copyfile(src / cfg, target / cfg)
+        if adapter:
+            merge(target, tmp)
         (tmp / "inquire_train.json").write_text(json.dumps({"stage": "base_agent", "shipped": manifest}))
         write_marker(tmp)
     return True
