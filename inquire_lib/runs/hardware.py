@@ -6,13 +6,32 @@ from pathlib import Path
 from ..profiles import Profile
 
 
-def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
-    """Whether this CPU multiplies bf16 natively (AVX-512 BF16 or AMX), as /proc/cpuinfo says."""
+# the CPU flags that change which kernels torch runs, and so what a run trains: the same code and seed
+# give other starts with and without AVX-512 (docs/log.md)
+KERNEL_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def cpu_flags(cpuinfo: str | Path = "/proc/cpuinfo") -> set[str]:
+    """The flags of the first CPU in /proc/cpuinfo (none when it cannot be read)."""
     try:
         flags = next((line for line in Path(cpuinfo).read_text().splitlines() if line.startswith("flags")), "")
     except OSError:
-        return False
-    return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
+        return set()
+    return set(flags.partition(":")[2].split())
+
+
+def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX-512 BF16 or AMX), as /proc/cpuinfo says."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags(cpuinfo))
+
+
+def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The machine kind results are reported per: "amx", "avx512_bf16", "avx512", "avx2" or "other"."""
+    flags = cpu_flags(cpuinfo)
+    for kind, needs in (("amx", "amx_bf16"), ("avx512_bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2")):
+        if needs in flags:
+            return kind
+    return "other"
 
 
 def uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:

@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 
 from ..profiles import OverrideError, Profile, apply_overrides, check_overrides, default_run_name, get_profile
 from . import locks, timing
-from .hardware import uses_bf16
+from .hardware import KERNEL_FLAGS, cpu_flags, cpu_kind, uses_bf16
 from .paths import (FOLDERS, NOTEBOOKS_DIR, REPO_ROOT, RUN_NAME, check_run_name, root, run_dir, run_name, to_json,
                     write_json_atomic, write_text_atomic)
 
@@ -214,6 +214,8 @@ def device_info(profile: Profile) -> dict:
         "cuda_version": torch.version.cuda,
         "cudnn_version": torch.backends.cudnn.version() if cuda else None,
         "dtype": "bfloat16" if uses_bf16(profile, cuda=cuda) else "float32",
+        "cpu_kind": cpu_kind(),
+        "cpu_flags": sorted(set(KERNEL_FLAGS) & cpu_flags()),
         "load_in_4bit": profile.load_in_4bit,
         "processes": max(1, int(os.environ.get("WORLD_SIZE", "1"))),
     }
