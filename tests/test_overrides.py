@@ -166,5 +166,5 @@ def test_quick_starts_from_the_cpu_base_agent(monkeypatch, tmp_path):
     assert base_agent_dir(quick.replace(seed=3)).name == f"base-agent-cpu-s3-v{BASE_AGENT_VERSION}-procedural"
     # its own stage 0 when told so; only a profile that trains one can be named
     assert base_agent_dir(apply_overrides("quick", {"base_agent_from": ""})).name.startswith("base-agent-quick-s0")
-    with pytest.raises(OverrideError, match=r"^profile field 'base_agent_from' takes one of , smoke, cpu, got 'quick'$"):
+    with pytest.raises(OverrideError, match=r"^profile field 'base_agent_from' takes one of , smoke, cpu, small, got 'quick'$"):
         parse_overrides(["base_agent_from=quick"])

@@ -170,8 +170,9 @@ def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0)
     from transformers import (Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor, Qwen2VLImageProcessor,
                               Qwen2VLVideoProcessor)
 
+    from trl.chat_template_utils import qwen2_5_vl_chat_template  # the template of every profile (models.chat_template)
+
     from ..runs.integrity import check_cache, write_marker
-    from .models import chat_template
 
     out_dir = Path(out_dir)
     if check_cache(out_dir):
@@ -191,7 +192,7 @@ def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0)
     image_proc = Qwen2VLImageProcessor(min_pixels=profile.min_pixels, max_pixels=profile.max_pixels,
                                        size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels})
     processor = Qwen2_5_VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=Qwen2VLVideoProcessor(),
-                                    chat_template=chat_template())
+                                    chat_template=qwen2_5_vl_chat_template)
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
