@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 from ..agent.actions import Action, action_match, format_completion, parse_completion
 from .metrics import task_metrics
 from ..agent.actions import random_action
-from .steps import RANDOM_POLICY, generate
+from .steps import ACT_THINK, ASK_TEXT, ASK_THINK, RANDOM_POLICY, RANDOM_THINK, generate
 from ..profiles import Profile
 from ..agent.prompts import frame_for
 from ..data.benchmark import held_out_tasks
@@ -53,7 +53,6 @@ from ..world.expert import expert_act
 from ..world.flow import Task
 from ..world.render import render  # cached per screen
 
-ASK_TEXT = "Should I go ahead with this step?"
 
 # A policy maps the records of the episodes still running (and their environments, which only the
 # scripted references may read) to one raw completion each, in the model's frame.
@@ -79,11 +78,6 @@ def expert_policy(profile: Profile) -> Policy:
     def act(records, envs):
         return [_text(profile, *expert_act(env)) for env in envs]
     return act
-
-
-ACT_THINK = "Acting directly. Inquiry check: not needed, because the instruction says what to do."
-ASK_THINK = "Inquiry check: needed, because I want to be sure."
-RANDOM_THINK = "Inquiry check: not needed, because random."
 
 
 def always_act_policy(profile: Profile) -> Policy:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-ASK_THINK = "Inquiry check: needed"
-ACT_THINK = "Inquiry check: not needed"
+# the reasoning's decision, whose first differing token is the fork when the agent reasons first
+ASK_CHECK = "Inquiry check: needed"
+ACT_CHECK = "Inquiry check: not needed"
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class Fork:
 def find_fork(tokenizer, use_think: bool) -> Fork:
     """The first token where an asking completion and an acting one part, after their common text."""
     if use_think:
-        marker, ask, act = "Inquiry check:", ASK_THINK, ACT_THINK
+        marker, ask, act = "Inquiry check:", ASK_CHECK, ACT_CHECK
     else:
         marker = '"action": "'
         ask, act = marker + 'call_user"', marker + 'click"'

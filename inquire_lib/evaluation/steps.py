@@ -51,12 +51,15 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
     processor.tokenizer.padding_side = "left"
     device = next(model.parameters()).device
     biased = ask_bias_processor(processor.tokenizer, ask_bias) if ask_bias else None
-    outs: list[str] = []
+    prompts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
+                                             add_generation_prompt=True) for r in records]
+    # batches of similar length: left padding then costs little, and the answers go back in the records' order
+    order = sorted(range(len(records)), key=lambda k: len(prompts[k]))
+    outs: list[str] = [""] * len(records)
     for i in tqdm(range(0, len(records), batch_size), desc="generate", disable=not progress):
-        chunk = records[i:i + batch_size]
-        texts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
-                                               add_generation_prompt=True) for r in chunk]
-        images = [img for r in chunk for img in images_of(r, profile)]
+        picked = order[i:i + batch_size]
+        texts = [prompts[k] for k in picked]
+        images = [img for k in picked for img in images_of(records[k], profile)]
         enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(device)
         extra = {}
         processors = [make() for make in (logits_processor, biased) if make is not None]
@@ -65,11 +68,19 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
             extra["logits_processor"] = LogitsProcessorList(processors)
         gen = model.generate(**enc, generation_config=config, **extra)
         new = gen[:, enc["input_ids"].shape[1]:]
-        outs += processor.batch_decode(new, skip_special_tokens=True)
+        for k, text in zip(picked, processor.batch_decode(new, skip_special_tokens=True)):
+            outs[k] = text
     return outs
 
 
 # ----------------------------------------------------------------------- reference policies
+# what the reference policies write, at step level here and in episodes (`evaluation.episodes`)
+ACT_THINK = "Acting directly. Inquiry check: not needed, because the instruction says what to do."
+ASK_THINK = "Inquiry check: needed, because I want to be sure."
+RANDOM_THINK = "Inquiry check: not needed, because random."
+ASK_TEXT = "Should I go ahead with this step?"
+
+
 def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: int = 0) -> list[str]:
     """Raw outputs of a reference policy, in the model's frame:
     - expert: the gold completions; - always_act: the expert, but where asking is required it does
@@ -90,15 +101,14 @@ def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: 
             if r["inquiry_required"]:
                 nxt = by_task[r["task_id"]].get(r["step"] + 1)
                 act = frame.action_to_model(Action.from_arguments(json.loads(nxt["gold_action"]))) if nxt else Action("terminate", status="success")
-                think = "Acting directly. Inquiry check: not needed, because the instruction says what to do." if profile.use_think else None
+                think = ACT_THINK if profile.use_think else None
                 outs.append(format_completion(think, act))
             else:
                 outs.append(format_completion(think, gold))
         elif policy == "always_ask":
-            outs.append(format_completion("Inquiry check: needed, because I want to be sure." if profile.use_think else None,
-                                          Action("call_user", text="Should I go ahead with this step?")))
+            outs.append(format_completion(ASK_THINK if profile.use_think else None, Action("call_user", text=ASK_TEXT)))
         elif policy == "random":
-            outs.append(format_completion("Inquiry check: not needed, because random." if profile.use_think else None,
+            outs.append(format_completion(RANDOM_THINK if profile.use_think else None,
                                           random_action(rng, frame.model_w, frame.model_h, **RANDOM_POLICY)))
         else:
             raise ValueError(f"unknown reference policy {policy!r}")
