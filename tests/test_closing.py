@@ -46,7 +46,8 @@ def test_sft_gain_with_intervals_apart_is_called_shown(tmp_path):
     assert "Step ISR of sft_full lies above base_agent's with intervals apart (+60.0 points)" in text
     # DAgger against its control: 6/40 against 9/40 overlap, so no claim
     assert "sft_dagger_r1 (task level, online): task SR 0.15 (0.07-0.29) 6/40" in text
-    assert "-7.5 points, within the intervals" in text and "not resolved at this size" in text
+    assert "sft_dagger_r1 against the equal-compute control sft_more is -7.5 points; their intervals (0.12-0.38 and " \
+           "0.07-0.29) overlap: not resolved at this size." in text
 
 
 def test_overlapping_grpo_change_is_not_resolved_and_the_cpu_claim_is_named(tmp_path):
@@ -55,7 +56,8 @@ def test_overlapping_grpo_change_is_not_resolved_and_the_cpu_claim_is_named(tmp_
         "sft_full": _overall((12, 20)), "grpo_full": _overall((11, 20))}})
     text = closing.summary(path)
     assert "grpo_weak: step ISR 0.20 (0.08-0.42) 4/20" in text
-    assert "Step ISR: grpo_weak against sft_weak is +10.0 points, within the intervals" in text
+    assert "Step ISR: grpo_weak against sft_weak is +10.0 points; their intervals (0.03-0.30 and 0.08-0.42) overlap" in text
+    assert "never asks" not in text
     assert "GRPO ran 20 steps with 1 training seed(s) and its step ISR stands on 20 inquiry steps" in text
     assert "cpu profile's 300 steps, 3 seeds and 200 inquiry steps" in text
 
@@ -68,6 +70,17 @@ def test_smoke_all_zero_says_why(tmp_path):
     text = closing.summary(path)
     assert "about 0 because the smoke profile trains a ~0.4M-parameter model for a few steps (6 SFT, 2 GRPO)" in text
     assert "check the plumbing" in text
+
+
+def test_a_start_that_never_asks_is_named():
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _write(Path(tmp), "03_grpo_action_level", {"stages": {
+            "sft_weak": _overall((0, 40)), "grpo_weak": _overall((0, 40)),
+            "sft_full": _overall((7, 40)), "grpo_full": _overall((6, 40))}})
+        text = closing.summary(path)
+    assert "sft_weak never asks on the test split, so its groups seldom sample an ask for GRPO to reinforce" in text
 
 
 def test_ablation_effects_listed_with_intervals_and_seed_caveat(tmp_path):

@@ -56,9 +56,8 @@ def _compare(label: str, before: str, after: str, a: dict | None, b: dict | None
     if apart(a, b):
         word = "above" if _v(b) > _v(a) else "below"
         return f"{label} of {after} lies {word} {before}'s with intervals apart ({_points(a, b)}): shown at this size."
-    hw = max(half_width(a) or 0, half_width(b) or 0)
-    return (f"{label}: {after} against {before} is {_points(a, b)}, within the intervals (about +-{hw:.0f} points "
-            f"at n = {b.get('n')}): not resolved at this size.")
+    return (f"{label}: {after} against {before} is {_points(a, b)}; their intervals ({a['lo']:.2f}-{a['hi']:.2f} "
+            f"and {b['lo']:.2f}-{b['hi']:.2f}) overlap: not resolved at this size.")
 
 
 def _all_zero(rates: list[dict | None]) -> bool:
@@ -148,6 +147,10 @@ def _nb03(body: dict, run: Path, s: dict) -> str:
         shows.append(_zero_note(s, "stage's rate"))
     else:
         shows += [_compare("Step ISR", a, b, o[a].get("inquiry_recall"), o[b].get("inquiry_recall")) for a, b in pairs]
+        never = [a for a, _ in pairs if _v(o[a].get("inquiry_recall")) == 0]
+        if never:
+            shows.append(f"{' and '.join(never)} never asks on the test split, so its groups seldom sample an ask "
+                         "for GRPO to reinforce: a start that asks sometimes is what GRPO can lift.")
     n_isr = next((o[b]["inquiry_recall"].get("n") for _, b in pairs if o[b].get("inquiry_recall")), None)
     cannot.append(f"GRPO ran {s.get('grpo_steps')} steps with {s.get('grpo_seeds')} training seed(s) and its step ISR "
                   f"stands on {n_isr} inquiry steps; the recipe's claim (+40 points of step ISR from the weak "
