@@ -3,8 +3,8 @@ checkpoint, evaluate a named checkpoint (once: an evaluation with the same key i
 rounds and their equal-compute control, a GRPO stage over several training seeds.
 
 Below both `pipeline` (the notebooks' front door, which hands these on) and `ablations` (which trains
-and evaluates its points through them); above `training`, `evaluation` and `data`. Every call is timed
-into the run's timings (`stages.timed`).
+and evaluates its points through them); above `training`, `evaluation` and `data`. Each call that trains
+or evaluates one checkpoint records its wall time in the run's timings (`stages.timed`).
 """
 from .dagger import dagger, dagger_examples, dagger_table, sft_control
 from .evaluate import (evaluate_all_tasks, evaluate_checkpoint, evaluate_checkpoint_tasks, evaluate_once,
