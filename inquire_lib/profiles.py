@@ -72,7 +72,12 @@ class Profile:
         "affects": ("data", "tokenizer", "base_agent", "checkpoints", "mistakes")})
     # --- model ---
     model: str = field(default="tiny:cpu", metadata={
-        "help": "the base model: tiny:<size> builds offline; anything else is a hub id or a local path",
+        "help": "the base model: tiny:<size> builds offline, smollm2:135m grafts the pretrained SmolLM2 from its "
+                "installed GGUF file (`training.pretrained`); anything else is a hub id or a local path",
+        "affects": ("tokenizer", "base_agent", "checkpoints", "eval", "mistakes")})
+    pretrained_layers: int = field(default=0, metadata={
+        "help": "keep only the first N layers of a pretrained language model (0: all 30 of SmolLM2): a knob "
+                "that trades what the model knows for time a step",
         "affects": ("tokenizer", "base_agent", "checkpoints", "eval", "mistakes")})
     # "attached" (GPT-2 style): " Dante" in an instruction and "Dante" after a quote in the action are
     # different tokens, so typing a value means translating its first word. "isolated": a word is the same
@@ -408,6 +413,12 @@ class Profile:
     eval_repetition_penalty: float = field(default=1.0, metadata={
         "help": "the evaluation's repetition penalty, explicit: a hub checkpoint ships its own (Qwen: 1.05)",
         "affects": ("eval", "mistakes")})
+    # decoding is bound by reading the weights once per new token: bf16 weights halve that, and a CPU with native
+    # bf16 (AVX-512 BF16, AMX) multiplies them at full speed; elsewhere (AVX2: emulated, ~90x slower) ignored
+    eval_bf16: bool = field(default=False, metadata={
+        "help": "evaluate in bf16 (an adapter merged first) on a CPU with native bf16; greedy outputs may differ "
+                "from fp32's in a few tokens, so the manifest names the dtype",
+        "affects": ("eval", "mistakes")})
     eval_tasks: int = field(default=120, metadata={
         "help": "held-out test tasks evaluated (the step-level test is their steps)", "affects": ("data",)})
     # When its tasks hold fewer, the inquiry steps of the split's next tasks join it as probes
@@ -526,7 +537,7 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
 # as that adapter (`training.shipped`). Later stages put a fresh adapter on the merged base agent.
 PROFILES["small"] = PROFILES["cpu"].replace(
     name="small", model="smollm2:135m", lora=True, lora_r=16, lora_alpha=32, a11y_coords=True, load_in_4bit=False,
-    torch_threads=1, base_agent_threads=1, sft_batch=8, base_agent_steps=150, base_agent_lr=3e-4,
+    torch_threads=1, base_agent_threads=1, sft_batch=8, base_agent_steps=150, base_agent_lr=3e-4, eval_bf16=True,
     base_agent_tasks=600, recovery_drill_tasks=200, sft_steps=60, sft_lr=2e-4, sft_warmup_steps=6, sft_save_steps=60,
     dagger_rounds=1, dagger_tasks=16, dagger_steps=20, dagger_lr=1e-4, grpo_steps=30, grpo_save_steps=10,
     grpo_prompts_per_step=2, num_generations=4, grpo_lr=2e-5, task_grpo_steps=4, eval_batch=16,

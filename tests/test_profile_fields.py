@@ -11,8 +11,9 @@ from inquire_lib.profiles import (AFFECTS, PROFILES, Profile, apply_overrides, e
 from inquire_lib.runs import readback
 from inquire_lib.training import configs, mistakes, sft
 
-# what the hand-kept lists held before they were derived: changing either set renames caches
-BASE_AGENT = {"seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
+# what the hand-kept lists held before they were derived, and the fields added since (the small profile's
+# `pretrained_layers` and `eval_bf16`): changing either set renames caches
+BASE_AGENT = {"pretrained_layers", "seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
               "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr", "sft_batch",
               "train_values", "task_last", "tokenizer_spaces", "tokenizer_digits", "tokenizer_slots",
               "copy_drill_tasks", "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
@@ -20,7 +21,7 @@ BASE_AGENT = {"seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels"
               "copy_warmup_seed_steps", "copy_warmup_seed_vocab", "copy_warmup_seed_gap", "copy_mix_fraction"}
 EVAL = {"seed", "model", "load_in_4bit", "bf16", "min_pixels", "max_pixels", "use_a11y", "a11y_coords", "use_think",
         "use_prev_screenshot", "task_last", "eval_batch", "eval_max_new_tokens", "eval_repetition_penalty",
-        "max_episode_steps", "torch_threads"}
+        "max_episode_steps", "torch_threads", "pretrained_layers", "eval_bf16"}
 
 
 def test_every_field_has_help_and_affects():
@@ -43,8 +44,8 @@ def test_a_field_without_metadata_is_reported():
 
 
 def test_the_derived_lists_hold_what_the_hand_kept_ones_held():
-    assert set(sft.BASE_AGENT_FIELDS) == BASE_AGENT and len(sft.BASE_AGENT_FIELDS) == 31
-    assert set(readback.EVAL_SETTINGS) == EVAL and len(readback.EVAL_SETTINGS) == 16
+    assert set(sft.BASE_AGENT_FIELDS) == BASE_AGENT and len(sft.BASE_AGENT_FIELDS) == 32
+    assert set(readback.EVAL_SETTINGS) == EVAL and len(readback.EVAL_SETTINGS) == 18
     assert set(mistakes._PLAY_FIELDS) == EVAL | {"train_values", "grpo_mistake_tasks", "grpo_mistake_outcomes"}
     grpo = set(configs.GRPO_SETTINGS)
     assert len(grpo) == 31 and {"grpo_lr", "beta", "reward_weights", "val_tasks", "grpo_seeds",
@@ -69,17 +70,18 @@ def test_fields_affecting_keeps_declaration_order_and_refuses_unknown_words():
 
 
 def test_cache_names_and_keys_are_the_ones_from_before(monkeypatch):
-    """Computed with the hand-kept lists before they were derived."""
+    """Computed with the hand-kept lists before they were derived; the keys that hash every evaluation
+    setting changed once when `pretrained_layers` and `eval_bf16` joined them (the folder names did not)."""
     monkeypatch.setattr(readback, "code_digest", lambda: "code")
     assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-cpu-s0-v2-procedural"
     quick = apply_overrides("quick", {"copy_drill_tasks": 10})
     assert sft.base_agent_dir(quick).name == "base-agent-cpu-s0-v2-procedural-oef496bfe87"
-    assert mistakes.play_key(PROFILES["smoke"], "digest") == "333b5911badeb17d"
-    assert mistakes.play_key(PROFILES["cpu"], "digest") == "7e220803b17d35ef"
+    assert mistakes.play_key(PROFILES["smoke"], "digest") == "05d82567d047483d"
+    assert mistakes.play_key(PROFILES["cpu"], "digest") == "3f6308ed069201af"
     assert readback.eval_key("step", "m", "i", PROFILES["smoke"]) == (
-        "c44ac650c103cfa1e9eb1539ca477ae3597d43432c1cb64939144b7716251c4b")
+        "ebb4e27aea3cc7f3e65138c81f4bc7142574a5822f28c57802d2939e286b7094")
     assert readback.eval_key("step", "m", "i", PROFILES["cpu"]) == (
-        "c602074426f2565e3976b36b33860ab09f3ed9c9b946867b0fd176c5d6c2b005")
+        "fd4e7faa5588bc85a50216cca8bc98c1c39178bb96fde96ef902e8742729a304")
 
 
 def test_explain_says_where_each_value_came_from():

@@ -51,12 +51,15 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
     processor.tokenizer.padding_side = "left"
     device = next(model.parameters()).device
     biased = ask_bias_processor(processor.tokenizer, ask_bias) if ask_bias else None
-    outs: list[str] = []
+    prompts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
+                                             add_generation_prompt=True) for r in records]
+    # batches of similar length: left padding then costs little, and the answers go back in the records' order
+    order = sorted(range(len(records)), key=lambda k: len(prompts[k]))
+    outs: list[str] = [""] * len(records)
     for i in tqdm(range(0, len(records), batch_size), desc="generate", disable=not progress):
-        chunk = records[i:i + batch_size]
-        texts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
-                                               add_generation_prompt=True) for r in chunk]
-        images = [img for r in chunk for img in images_of(r, profile)]
+        picked = order[i:i + batch_size]
+        texts = [prompts[k] for k in picked]
+        images = [img for k in picked for img in images_of(records[k], profile)]
         enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(device)
         extra = {}
         processors = [make() for make in (logits_processor, biased) if make is not None]
@@ -65,7 +68,8 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
             extra["logits_processor"] = LogitsProcessorList(processors)
         gen = model.generate(**enc, generation_config=config, **extra)
         new = gen[:, enc["input_ids"].shape[1]:]
-        outs += processor.batch_decode(new, skip_special_tokens=True)
+        for k, text in zip(picked, processor.batch_decode(new, skip_special_tokens=True)):
+            outs[k] = text
     return outs
 
 

@@ -46,3 +46,16 @@ def uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | No
     if not profile.cpu_bf16 or profile.load_in_4bit:
         return False
     return cpu_has_native_bf16() if native_bf16 is None else native_bf16
+
+
+def eval_uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:
+    """Whether evaluation loads the model in bf16: on a GPU with `bf16`; on CPU with `eval_bf16`, full
+    weights (not 4-bit) and native bf16 matmuls. `cuda` and `native_bf16` default to this machine's."""
+    if cuda is None:
+        import torch
+        cuda = torch.cuda.is_available()
+    if cuda:
+        return profile.bf16
+    if not profile.eval_bf16 or profile.load_in_4bit:
+        return False
+    return cpu_has_native_bf16() if native_bf16 is None else native_bf16

@@ -102,18 +102,21 @@ def load_gguf_model(path: Path | None = None):
     return model.eval(), tokenizer
 
 
-def graft_config(llama_config, vocab_size: int, token_ids: dict[str, int], spec: dict):
-    """A Qwen2.5-VL config whose language model is `llama_config`'s, with a small vision tower."""
+def graft_config(llama_config, vocab_size: int, token_ids: dict[str, int], spec: dict, layers: int = 0):
+    """A Qwen2.5-VL config whose language model is `llama_config`'s (its first `layers`; 0: all), with a
+    small vision tower."""
     from transformers import Qwen2_5_VLConfig
 
     c = llama_config
+    if not 0 <= layers <= c.num_hidden_layers:
+        raise ValueError(f"pretrained_layers must lie in 0..{c.num_hidden_layers}, got {layers}")
     head_dim = c.hidden_size // c.num_attention_heads
     quarter = head_dim // 8  # Qwen2.5-VL's split of head_dim / 2 = 32 rotary pairs: [16, 8, 8]
     theta = (getattr(c, "rope_parameters", None) or {}).get("rope_theta", getattr(c, "rope_theta", 10000.0))
     return Qwen2_5_VLConfig(
         text_config=dict(
             vocab_size=vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
-            num_hidden_layers=c.num_hidden_layers, num_attention_heads=c.num_attention_heads,
+            num_hidden_layers=layers or c.num_hidden_layers, num_attention_heads=c.num_attention_heads,
             num_key_value_heads=c.num_key_value_heads, max_position_embeddings=c.max_position_embeddings,
             rms_norm_eps=c.rms_norm_eps, tie_word_embeddings=True, hidden_act=c.hidden_act,
             rope_parameters={"rope_type": "default", "rope_theta": float(theta),
@@ -136,8 +139,11 @@ def graft(llama, vl_model) -> int:
     row. Returns how many tensors were copied; raises when one has no place or another shape."""
     target = vl_model.model.language_model
     own = dict(target.named_parameters())
+    kept = len(target.layers)
     copied = 0
     for name, tensor in llama.model.named_parameters():
+        if name.startswith("layers.") and int(name.split(".")[1]) >= kept:
+            continue  # a truncated graft (`pretrained_layers`) keeps the first layers only
         if name not in own:
             raise KeyError(f"graft: {name} has no place in Qwen2.5-VL's language model")
         dest = own[name]
@@ -184,7 +190,7 @@ def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0)
     ids = {t: tok.convert_tokens_to_ids(t) for t in VISION_TOKENS}
     ids.update(bos=tok.convert_tokens_to_ids("<|im_start|>"), eos=tok.eos_token_id, pad=tok.pad_token_id)
     torch.manual_seed(seed)  # the vision tower's random start
-    model = Qwen2_5_VLForConditionalGeneration(graft_config(llama.config, len(tok), ids, spec))
+    model = Qwen2_5_VLForConditionalGeneration(graft_config(llama.config, len(tok), ids, spec, profile.pretrained_layers))
     n = graft(llama, model)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
@@ -198,12 +204,13 @@ def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0)
         processor.save_pretrained(tmp)
         (tmp / "inquire_pretrained.json").write_text(json.dumps({
             "model": profile.model, "gguf": GGUF_NAME, "gguf_sha256": GGUF_SHA256, "package": GGUF_PACKAGE,
-            "package_version": GGUF_PACKAGE_VERSION, "tensors_grafted": n, "seed": seed, **spec}))
+            "package_version": GGUF_PACKAGE_VERSION, "tensors_grafted": n, "seed": seed,
+            "layers": model.config.text_config.num_hidden_layers, **spec}))
         write_marker(tmp)
     return out_dir
 
 
 def pretrained_dir(profile: Profile) -> Path:
-    """The graft's cache folder: one per model, seed and image bounds (the processor's)."""
-    name = profile.model.replace(":", "-")
+    """The graft's cache folder: one per model, seed, image bounds (the processor's) and truncation."""
+    name = profile.model.replace(":", "-") + (f"-L{profile.pretrained_layers}" if profile.pretrained_layers else "")
     return cache_dir() / "models" / f"{name}-s{profile.seed}-px{profile.min_pixels}-{profile.max_pixels}"

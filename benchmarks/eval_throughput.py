@@ -1,0 +1,111 @@
+"""Evaluation throughput (held-out steps a second) of `evaluation.steps.generate` against naive `generate`.
+
+Both decode the same held-out step records greedily with the same generation config
+(`eval_generation_config`: the profile's token budget, stopping at the end of the answer), in the
+same process, one after the other:
+- naive: the checkpoint as `load_checkpoint` gives it (fp32, an adapter unmerged), the records in
+  their order, `--naive-batch` at a time, plain `model.generate` (what evaluation did before);
+- ours: the checkpoint as evaluation runs it (`training.models.loaded`: bf16 with the adapter merged
+  where the CPU has native bf16 and the profile's `eval_bf16` says so), `evaluation.steps.generate`
+  (batches of similar length), `--batch` at a time.
+Reports steps/s of each, their ratio, how many answers are identical and how many parse, and the
+CPU kind (the ratio depends on it: bf16 is native with AVX-512 BF16 or AMX and emulated elsewhere).
+
+    python benchmarks/eval_throughput.py [--profile small] [--steps 64] [--checkpoint PATH] [--threads 1]
+
+Writes benchmarks/results/eval_throughput.json.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+from _common import RESULTS, bench_profile, finish
+
+OUT = RESULTS / "eval_throughput.json"
+REQUIRED_RATIO = 3.0  # ours / naive steps per second
+
+
+def naive_generate(model, processor, records, profile, batch: int) -> list[str]:
+    """Greedy answers the plain way: records in order, fp32 as loaded, `model.generate` per batch."""
+    import torch
+
+    from inquire_lib.agent.prompts import frame_for, images_of, prompt_messages
+    from inquire_lib.evaluation.steps import eval_generation_config
+
+    config, frame, outs = eval_generation_config(profile, processor), frame_for(profile), []
+    processor.tokenizer.padding_side = "left"
+    with torch.no_grad():
+        for i in range(0, len(records), batch):
+            chunk = records[i:i + batch]
+            texts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
+                                                   add_generation_prompt=True) for r in chunk]
+            images = [img for r in chunk for img in images_of(r, profile)]
+            enc = processor(text=texts, images=images, padding=True, return_tensors="pt")
+            gen = model.generate(**enc, generation_config=config)
+            outs += processor.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    return outs
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
+
+
+def run(profile_name: str, steps: int, checkpoint: str | None, threads: int, batch: int | None,
+        naive_batch: int | None, overrides=()) -> dict:
+    import torch
+
+    from inquire_lib.agent.actions import parse_completion
+    from inquire_lib.data.benchmark import test_records
+    from inquire_lib.evaluation.steps import generate
+    from inquire_lib.runs.hardware import cpu_kind, eval_uses_bf16
+    from inquire_lib.training.models import load_checkpoint, loaded
+
+    profile = bench_profile(profile_name, overrides, threads)
+    torch.set_num_threads(threads)
+    records = test_records(profile)[:steps]
+    batch, naive_batch = batch or profile.eval_batch, naive_batch or profile.eval_batch
+    model, processor = load_checkpoint(profile, checkpoint)
+    naive, naive_s = timed(lambda: naive_generate(model, processor, records, profile, naive_batch))
+    del model
+    with loaded(profile, checkpoint) as m:
+        ours, ours_s = timed(lambda: generate(m.model, m.processor, records, profile, batch_size=batch, progress=False))
+        dtype = str(next(m.model.parameters()).dtype)
+    parses = lambda outs: sum(parse_completion(o).action is not None for o in outs)  # noqa: E731
+    result = {
+        "benchmark": "eval_throughput", "profile": profile.name, "checkpoint": checkpoint or "base model",
+        "steps": len(records), "threads": threads,
+        "cpu_kind": cpu_kind(), "eval_bf16": eval_uses_bf16(profile),
+        "naive": {"seconds": round(naive_s, 2), "steps_per_s": round(len(records) / naive_s, 4), "batch": naive_batch,
+                  "dtype": "torch.float32", "parsed": parses(naive)},
+        "ours": {"seconds": round(ours_s, 2), "steps_per_s": round(len(records) / ours_s, 4), "batch": batch,
+                 "dtype": dtype, "parsed": parses(ours)},
+        "ratio": round(naive_s / ours_s, 3), "required_ratio": REQUIRED_RATIO,
+        "identical_answers": sum(a == b for a, b in zip(naive, ours)),
+    }
+    print(f"naive {result['naive']['steps_per_s']} steps/s, ours {result['ours']['steps_per_s']} steps/s: "
+          f"x{result['ratio']} on {result['cpu_kind']}; {result['identical_answers']}/{len(records)} identical")
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="small")
+    ap.add_argument("--steps", type=int, default=64, help="held-out step records decoded by each")
+    ap.add_argument("--checkpoint", default=None, help="a model or adapter folder (default: the profile's base model)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (1 leaves a core to others)")
+    ap.add_argument("--batch", type=int, default=None, help="ours: records a batch (default: eval_batch)")
+    ap.add_argument("--naive-batch", type=int, default=None, help="naive: records a batch (default: eval_batch)")
+    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
+                    help="override a profile field (repeatable), as `inquire run --set`")
+    args = ap.parse_args()
+    from inquire_lib.profiles import get_profile
+    result = run(args.profile, args.steps, args.checkpoint, args.threads, args.batch, args.naive_batch, args.overrides)
+    finish(result, get_profile(args.profile), None if args.out == "-" else __import__("pathlib").Path(args.out))
+
+
+if __name__ == "__main__":
+    main()
