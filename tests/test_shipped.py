@@ -177,3 +177,32 @@ def test_the_cpu_profile_ships_a_base_agent_that_acts(tmp_path, overrides):
     o = m["overall"]
     assert o["format"]["value"] >= 0.95 and o["step_accuracy"]["n"] >= 3 * SAFE_TASKS
     assert o["step_accuracy"]["value"] >= MIN_SAFE_STEP_ACCURACY, o["step_accuracy"]
+
+
+def test_an_adapter_ships_alone_and_installs_through_its_merge(tiny, tmp_path):
+    """A pretrained model's base agent ships its adapter (`adapter/` of the cached agent), never the merged
+    weights; installing hands the checked adapter to `merge`, and a changed adapter is refused."""
+    agent = tmp_path / "agent-cache"
+    shutil.copytree(tiny, agent)
+    (agent / shipped.ADAPTER).mkdir()
+    (agent / shipped.ADAPTER / shipped.ADAPTER_WEIGHTS).write_bytes(b"lora and vision tower" * 100)
+    (agent / shipped.ADAPTER / "adapter_config.json").write_text('{"r": 16}')
+    root = tmp_path / "assets"
+    manifest = shipped.export(agent, tiny, "small-agent", command="c", seed=0, root=root)
+    assert manifest["kind"] == "adapter" and manifest["file"] == shipped.ADAPTER_WEIGHTS and manifest["bytes"] == 2100
+    assert sorted(p.name for p in (root / "small-agent").iterdir()) == [
+        "adapter_config.json", "adapter_model.safetensors", "manifest.json"]  # no merged weights
+    merged = []
+
+    def merge(adapter, out):
+        merged.append(json.loads((adapter / "adapter_config.json").read_text()))
+        shutil.copyfile(tiny / shipped.WEIGHTS, out / shipped.WEIGHTS)
+
+    assert not shipped.install("small-agent", tiny, tmp_path / "no-merge", root=root)  # an adapter needs its merge
+    dest = tmp_path / "cache" / "small-agent"
+    assert shipped.install("small-agent", tiny, dest, root=root, merge=merge)
+    assert merged == [{"r": 16}] and is_complete(dest) and shipped.is_shipped_copy(dest)
+    assert (dest / shipped.ADAPTER / shipped.ADAPTER_WEIGHTS).read_bytes() == b"lora and vision tower" * 100
+    (root / "small-agent" / shipped.ADAPTER_WEIGHTS).write_bytes(b"changed" * 300)
+    assert not shipped.install("small-agent", tiny, tmp_path / "changed", root=root, merge=merge)
+    assert len(merged) == 1 and not (tmp_path / "changed").exists()
