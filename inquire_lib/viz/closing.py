@@ -221,8 +221,9 @@ def _nb06(body: dict, run: Path, s: dict) -> str:
                     f"inquiry probes; {oc.get('correct', 0)} correct, {oc.get('missed_inquiry', 0)} missed inquiries, "
                     f"{oc.get('needless_inquiry', 0)} needless; asked where due (step ISR) {rate(asked)}")
     shows = ["Where each checkpoint fails, step by step: the inspector and the report open on the missed "
-             "inquiries, the failure this recipe targets. A probe is an inquiry step of a further task, counted "
-             "toward step ISR only, so the outcome columns of the test steps add up to the test steps alone."]
+             "inquiries, the failure this recipe targets. A probe is an inquiry step of a further task that counts "
+             "toward step ISR only: the outcome table above counts it beside the test steps, the report's table in a "
+             "column of its own, so there the outcome columns add up to the test steps."]
     cannot = ["The counts are of one run's predictions; whether one checkpoint beats another is notebook "
               "05's intervals, not these counts."]
     if pair and all(outcomes.get(n, {}).get("correct", 0) == 0 for n in pair):

@@ -36,7 +36,7 @@ OUTCOME_COLORS: dict[str, str] = {
 # are for outcomes only). Trained checkpoints darken along the recipe; references are greys.
 CHECKPOINT_COLORS: dict[str, str] = {
     "untrained": "#9E9E9E", "base_agent": "#6D4C41", "sft_weak": "#80CBC4", "sft_full": "#00897B",
-    "sft_dagger_r1": "#F9A825", "sft_dagger_r2": "#EF6C00", "sft_more": "#7CB342",
+    "sft_dagger": "#FFB300", "sft_dagger_r1": "#F9A825", "sft_dagger_r2": "#EF6C00", "sft_more": "#7CB342",
     "grpo_weak": "#9FA8DA", "grpo_full": "#3949AB", "grpo_task": "#C2185B",
     "expert": "#212121", "always_act": "#BDBDBD", "always_ask": "#757575", "random": "#E0E0E0",
 }
