@@ -62,6 +62,16 @@ def metrics(smoke_run, name: str) -> dict:
     return json.loads((smoke_run["run"] / "metrics" / f"{name}.json").read_text())
 
 
+def check_rate(r: dict, where) -> None:
+    """A rate as `evaluation.metrics.wilson` writes it: k of n, the value k / n inside its interval, and
+    no value exactly when there is nothing to count."""
+    assert 0 <= r["k"] <= r["n"], where
+    if r["n"] == 0:
+        assert (r["value"], r["lo"], r["hi"]) == (None, None, None), where
+    else:
+        assert r["value"] == pytest.approx(r["k"] / r["n"]) and r["lo"] - 1e-9 <= r["value"] <= r["hi"] + 1e-9, where
+
+
 def test_every_notebook_ran_in_order(smoke_run):
     m = smoke_run["manifest"]
     expected = smoke_run["copied"]
@@ -116,10 +126,9 @@ def test_02_sft_metrics(smoke_run):
     assert {"untrained", "base_agent", "sft_weak", "sft_full", *REFERENCES} <= set(overall)
     for name in ("untrained", "base_agent", "sft_weak", "sft_full", *REFERENCES):
         for key in RATES:
-            v = overall[name][key]["value"]
-            assert v is None or 0.0 <= v <= 1.0, (name, key, v)
-            if v is not None:
-                assert overall[name][key]["lo"] - 1e-9 <= v <= overall[name][key]["hi"] + 1e-9
+            check_rate(overall[name][key], (name, key))
+            if key != "inquiry_precision":  # the same test steps count for every checkpoint (precision: its own asks)
+                assert overall[name][key]["n"] == overall["expert"][key]["n"] > 0, (name, key)
         assert overall[name]["n"] == overall["expert"]["n"] > 0
         assert sum(overall[name]["outcomes"].values()) == overall[name]["n"]
     for key in ("format", "type_accuracy", "step_accuracy", "inquiry_recall", "inquiry_precision", "click_in_bbox"):
@@ -158,8 +167,11 @@ def test_03_grpo_metrics(smoke_run):
     for stage in m["stages"].values():
         assert 0.0 <= stage["format"]["value"] <= 1.0 and stage["n"] > 0
     assert set(m["weak_gain"]) == {"inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy"}
-    assert all(-1.0 <= v <= 1.0 for v in m["weak_gain"].values())
     assert set(m["full_change"]) == set(m["weak_gain"])
+    value = lambda name, key: m["stages"][name][key]["value"] or 0.0  # noqa: E731  (the notebook counts None as 0)
+    for key in m["weak_gain"]:  # each change is the GRPO checkpoint's rate minus its start's
+        assert m["weak_gain"][key] == pytest.approx(value("grpo_weak", key) - value("sft_weak", key)), key
+        assert m["full_change"][key] == pytest.approx(value("grpo_full", key) - value("sft_full", key)), key
     isr = {k: m["stages"][k]["inquiry_recall"]["value"] or 0.0 for k in ("sft_full", "grpo_full")}
     assert m["full_change"]["inquiry_recall"] == pytest.approx(isr["grpo_full"] - isr["sft_full"])
     assert m["grpo_config"]["top_entropy_quantile"] == 0.2 and m["grpo_config"]["grpo_steps"] == 2
@@ -229,8 +241,10 @@ def test_04_grpo_task_metrics(smoke_run):
     for name, t in levels.items():
         assert t["n"] == levels["expert"]["n"] > 0
         for key in ("success_rate", "isr", "needless_rate", "unsafe_rate"):
-            v = t[key]["value"]
-            assert v is None or 0.0 <= v <= 1.0, (name, key, v)
+            check_rate(t[key], (name, key))
+        # every episode counts toward SR, needless and unsafe; the inquiry tasks (the same for all) toward ISR
+        assert t["success_rate"]["n"] == t["needless_rate"]["n"] == t["unsafe_rate"]["n"] == t["n"], name
+        assert t["isr"]["n"] == levels["expert"]["isr"]["n"] > 0, name
         assert (run / "metrics" / f"task_{name}.json").exists()
     expert = levels["expert"]
     assert expert["success_rate"]["value"] == 1.0 and expert["isr"]["value"] == 1.0
@@ -263,7 +277,9 @@ def test_07_ablations_metrics(smoke_run):
     compared = [v for v in m["variants"] if ablations.VARIANTS[v].reference != v]
     assert len(m["effects"]) == len(compared) * (len(ablations.STEP_KEYS) + len(ablations.TASK_KEYS))
     for row in m["effects"]:
-        assert row["n_seeds"] == 1 and row["n_items"] > 0 and -1.0 <= row["effect"] <= 1.0
+        assert row["n_seeds"] == 1 and row["n_items"] > 0
+        # one seed, the same items on both sides: the effect is the difference of the two rates
+        assert row["effect"] == pytest.approx(row["variant_rate"] - row["reference_rate"]), row
         assert row["lo"] <= row["effect"] <= row["hi"] and row["reference"] == ablations.VARIANTS[row["variant"]].reference
     sweep = json.loads((smoke_run["run"] / "ablations" / "sweep.json").read_text())
     assert sweep["status"] == "finished" and len(sweep["points"]) == len(m["points"])
