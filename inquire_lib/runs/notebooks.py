@@ -69,6 +69,16 @@ def _ipc_kernel_manager():
         def _private_socket_prefix(self) -> str:
             return str(folder / f"k{uuid.uuid4().hex[:12]}")
 
+        async def _async_interrupt_kernel(self) -> None:
+            # jupyter_client's graceful shutdown sends SIGINT before its shutdown request; papermill shuts a
+            # kernel down only once the notebook has run, so there is nothing to interrupt, and a SIGINT that
+            # lands while the kernel still handles a message is logged by ipykernel as "[IPKernelApp] ERROR |
+            # KeyboardInterrupt caught in kernel" on the run's console. A kernel that does not stop on the
+            # request is still killed after `shutdown_wait_time`.
+            if self.shutting_down:
+                return
+            await super()._async_interrupt_kernel()
+
     return IPCKernelManager
 
 
