@@ -96,6 +96,22 @@ def bootstrap_auc(margins, labels, n_boot: int = 1000, seed: int = 0, level: flo
             "n_boot": n_boot, "seed": seed}
 
 
+def choose_point(points: list[dict], max_needless: float) -> dict:
+    """The operating point to play, chosen on validation: of the curve's `points`, the highest step ISR
+    among those whose needless-inquiry rate is at most `max_needless`, ties to the lower needless rate
+    (the point that asks less for the same recall). The same rule for learned asking's bias and the
+    confidence asker's threshold, so the two are played at comparable points. Returns the point with
+    `met`; when no point keeps the limit, the lowest needless rate and `met` False."""
+    if not points:
+        raise ValueError("no operating points to choose from")
+    rate = lambda p, key: p[key] if p[key] is not None else 0.0
+    within = [p for p in points if rate(p, "needless") <= max_needless + 1e-12]
+    if within:
+        best = max(within, key=lambda p: (rate(p, "isr"), -rate(p, "needless")))
+        return {**best, "met": True}
+    return {**min(points, key=lambda p: (rate(p, "needless"), -rate(p, "isr"))), "met": False}
+
+
 # ------------------------------------------------------------------------ on a checkpoint
 def ask_margins(model, processor, records: list[dict], profile, bias: float = 0.0,
                 progress: bool = False) -> tuple[list[float], list[str]]:
@@ -110,11 +126,21 @@ def ask_margins(model, processor, records: list[dict], profile, bias: float = 0.
         made.append(ForkBias(processor.tokenizer, fork, bias))
         return made[-1]
 
-    raw = generate(model, processor, records, profile, progress=progress, logits_processor=factory)
-    margins = [m for p in made for m in p.margins]
-    if len(margins) != len(records):
-        raise RuntimeError(f"fork margins for {len(margins)} of {len(records)} steps")
+    order: list[int] = []
+    raw = generate(model, processor, records, profile, progress=progress, logits_processor=factory, order=order)
+    margins = in_record_order([m for p in made for m in p.margins], order)
     return [-math.inf if math.isnan(m) else m for m in margins], raw
+
+
+def in_record_order(values: list, order: list[int]) -> list:
+    """Per-row values of the processors `generate` made, batch after batch, put back in the records'
+    order (`order`: the record index of each generated row, as `generate` fills it)."""
+    if len(values) != len(order):
+        raise RuntimeError(f"processor values for {len(values)} of {len(order)} steps")
+    out: list = [None] * len(order)
+    for k, v in zip(order, values):
+        out[k] = v
+    return out
 
 
 def _asked(raw: list[str], profile) -> list[bool]:

@@ -41,10 +41,13 @@ def eval_generation_config(profile: Profile, processor, max_new_tokens: int | No
 @torch.no_grad()
 def generate(model, processor, records: list[dict], profile: Profile, batch_size: int | None = None,
              max_new_tokens: int | None = None, progress: bool = True, logits_processor=None,
-             ask_bias: float = 0.0) -> list[str]:
+             ask_bias: float = 0.0, order: list[int] | None = None) -> list[str]:
     """Greedy completions for step records, batched with left padding. `logits_processor`: a factory
     called once per batch that returns a `LogitsProcessor` (e.g. the operating curve's fork bias);
-    `ask_bias`: added to the tool call's `call_user` logit (`evaluation.fork.ask_bias_processor`)."""
+    `ask_bias`: added to the tool call's `call_user` logit (`evaluation.fork.ask_bias_processor`).
+    `order`: a list to fill with the record indices in the order they were generated (batches run by
+    prompt length), so what the processors saw, batch after batch and row after row, maps back to the
+    records."""
     batch_size = batch_size or profile.eval_batch
     config = eval_generation_config(profile, processor, max_new_tokens)
     frame = frame_for(profile)
@@ -54,10 +57,12 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
     prompts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
                                              add_generation_prompt=True) for r in records]
     # batches of similar length: left padding then costs little, and the answers go back in the records' order
-    order = sorted(range(len(records)), key=lambda k: len(prompts[k]))
+    by_length = sorted(range(len(records)), key=lambda k: len(prompts[k]))
+    if order is not None:
+        order[:] = by_length
     outs: list[str] = [""] * len(records)
     for i in tqdm(range(0, len(records), batch_size), desc="generate", disable=not progress):
-        picked = order[i:i + batch_size]
+        picked = by_length[i:i + batch_size]
         texts = [prompts[k] for k in picked]
         images = [img for k in picked for img in images_of(records[k], profile)]
         enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(device)

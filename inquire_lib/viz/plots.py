@@ -225,6 +225,43 @@ def operating_curves(curves: dict[str, dict], title: str = "inquiry operating cu
     return fig
 
 
+def _curve_xy(points: list[dict]) -> tuple[list[float], list[float]]:
+    """A curve's (needless, isr) points in order along the curve, the undefined ones left out."""
+    pts = sorted((p["needless"], p["isr"]) for p in points if p["isr"] is not None and p["needless"] is not None)
+    return [p[0] for p in pts], [p[1] for p in pts]
+
+
+def _auc_label(name: str, a: dict) -> str:
+    return name if a.get("value") is None else f"{name}: AUC {a['value']:.2f} ({a['lo']:.2f}-{a['hi']:.2f})"
+
+
+def asking_compared(agent: str, learned: dict, confidence: dict) -> go.Figure:
+    """One agent's two ways of deciding when to ask, on the axes of the operating curve: learned asking
+    as the bias on its ask decision sweeps (`evaluation.operating_curve.operating_curve`, its greedy point
+    marked), the confidence asker as its threshold sweeps (`evaluation.confidence.confidence_curve`), and
+    the never-ask (0, 0) and always-ask (1, 1) corners, each curve's AUC with its bootstrap 95% interval
+    in the legend. Where one curve lies above the other, that family asks at more inquiry steps for the
+    same share of needless asks."""
+    fig = go.Figure()
+    fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#bbbbbb", dash="dot"), name="input-blind (AUC 0.5)")
+    for label, curve, colour, dash in (("learned asking (bias)", learned, "#1f77b4", "solid"),
+                                       ("confidence threshold", confidence, "#ff7f0e", "dash")):
+        x, y = _curve_xy(curve["points"])
+        fig.add_scatter(x=x, y=y, mode="lines", line=dict(color=colour, dash=dash, shape="hv"),
+                        name=_auc_label(label, curve["auc"]))
+    z = learned.get("at_zero") or {}
+    if z.get("isr") is not None and z.get("needless") is not None:
+        fig.add_scatter(x=[z["needless"]], y=[z["isr"]], mode="markers", marker=dict(color="#1f77b4", size=10),
+                        name="learned asking: greedy (bias 0)")
+    fig.add_scatter(x=[0.0], y=[0.0], mode="markers", marker=dict(color="#444", symbol="square", size=10), name="never ask")
+    fig.add_scatter(x=[1.0], y=[1.0], mode="markers", marker=dict(color="#444", symbol="diamond", size=10), name="always ask")
+    fig.update_layout(title=f"{agent}: when to ask, learned against a confidence threshold",
+                      xaxis_title="needless-inquiry rate (safe steps that ask)",
+                      yaxis_title="step ISR (inquiry steps that ask)", height=460, width=660,
+                      xaxis=dict(range=[-0.02, 1.02]), yaxis=dict(range=[-0.02, 1.02]))
+    return fig
+
+
 def ablation_effects(effects: pd.DataFrame) -> dict[str, go.Figure]:
     """One figure per ablation group (`ablations.effects_table` rows carry the variant; the group is the
     reference's name): one panel per rate, step-level rates left and task-level right, each variant's
