@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 
 from _common import RESULTS, bench_profile, finish
 
@@ -68,8 +69,8 @@ def run(profile_name: str, steps: int, checkpoint: str | None, threads: int, bat
     records = test_records(profile)[:steps]
     batch, naive_batch = batch or profile.eval_batch, naive_batch or profile.eval_batch
     model, processor = load_checkpoint(profile, checkpoint)
-    naive, naive_s = timed(lambda: naive_generate(model, processor, records, profile, naive_batch))
-    del model
+    naive, naive_s = timed(partial(naive_generate, model, processor, records, profile, naive_batch))
+    model = processor = None  # freed before ours loads
     with loaded(profile, checkpoint) as m:
         ours, ours_s = timed(lambda: generate(m.model, m.processor, records, profile, batch_size=batch, progress=False))
         dtype = str(next(m.model.parameters()).dtype)
