@@ -9,6 +9,9 @@ with replacement, paired (the same items for variant and baseline), so it carrie
 run-to-run spread and the finite test set. With one seed only the items are resampled, and the
 interval is the test set's alone; say so where it is reported.
 
+`evaluation.pooled` states a training effect from metrics' counts alone: seeds pooled, a Newcombe
+interval, each CPU kind apart.
+
 Plain Python and numpy; reads nothing itself.
 """
 from __future__ import annotations
