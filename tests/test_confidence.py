@@ -135,3 +135,76 @@ def test_the_figure_puts_both_families_and_the_corners_on_one_axes():
     assert list(confidence_trace.y) == [0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0]
     assert (fig.data[4].x[0], fig.data[4].y[0], fig.data[5].x[0], fig.data[5].y[0]) == (0, 0, 1, 1)
     assert "sft_weak" in fig.layout.title.text
+
+
+# ------------------------------------------------------------------ the pieces of the greedy pass
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    from inquire_lib.training.models import build_tiny_model
+    return AutoTokenizer.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny"), "smoke"))
+
+
+def test_the_recorder_reads_each_chosen_token_until_its_sequence_stops():
+    import torch
+
+    from inquire_lib.evaluation.confidence import AnswerLogProbs
+
+    stop = 0
+    rec = AnswerLogProbs([stop, None])
+    prompt = torch.tensor([[5, 6], [5, 6]])
+    first = torch.log(torch.tensor([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]]))
+    rec(prompt, first.clone())  # the prompt: nothing chosen yet
+    second = torch.log(torch.tensor([[0.6, 0.2, 0.2], [0.1, 0.1, 0.8]]))
+    rec(torch.cat([prompt, torch.tensor([[2], [1]])], 1), second.clone())
+    # row 0 stops (token 0); row 1 writes token 2, then the pad that follows a stop is not read
+    rec(torch.cat([prompt, torch.tensor([[2, 0], [1, 2]])], 1), first.clone())
+    rec(torch.cat([prompt, torch.tensor([[2, 0, 0], [1, 2, 0]])], 1), first.clone())
+    assert rec.tokens == [[2], [1, 2]]
+    assert rec.logprobs[0] == pytest.approx([math.log(0.7)])
+    assert rec.logprobs[1] == pytest.approx([math.log(0.25), math.log(0.8)])
+
+
+def test_the_score_is_the_mean_after_the_reasoning(tokenizer):
+    from inquire_lib.evaluation.confidence import answer_score
+
+    think = tokenizer.encode("<think>Target: x.</think>", add_special_tokens=False)
+    call = tokenizer.encode('\n<tool_call>{"action": "click"}</tool_call>', add_special_tokens=False)
+    logprobs = [-5.0] * len(think) + [-0.5] * (len(call) - 1) + [-2.0]
+    expected = (-0.5 * (len(call) - 1) - 2.0) / len(call)
+    assert answer_score(tokenizer, think + call, logprobs) == pytest.approx(expected)
+    # no reasoning closed: every token; nothing read: -inf (asks at any finite threshold)
+    assert answer_score(tokenizer, call, [-1.0] * (len(call) - 1) + [-3.0]) == pytest.approx(-1.0 - 2.0 / len(call))
+    assert answer_score(tokenizer, [], []) == -math.inf
+
+
+def test_the_acting_pass_cannot_choose_call_user_at_the_fork(tokenizer):
+    import torch
+
+    from inquire_lib.evaluation.confidence import NO_ASK
+    from inquire_lib.evaluation.fork import ask_bias_processor, find_fork
+    fork = find_fork(tokenizer, use_think=False)
+    prompt = tokenizer.encode("Task: delete it", add_special_tokens=False)
+    at_action = tokenizer.encode('<tool_call>{"name": "mobile_use", "arguments": {"action": "', add_special_tokens=False)
+    ids = torch.tensor([prompt + at_action])
+    proc = ask_bias_processor(tokenizer, NO_ASK)()
+    proc(ids[:, :len(prompt)], torch.zeros(1, len(tokenizer)))
+    scores = torch.zeros(1, len(tokenizer))
+    scores[0, fork.ask_token], scores[0, fork.act_token] = 9.0, 1.0
+    out = proc(ids, scores.clone())
+    assert out[0, fork.ask_token].item() == -math.inf and out[0].argmax().item() == fork.act_token
+
+
+def test_the_asker_plays_online(smoke_model):
+    from inquire_lib.data.benchmark import held_out_tasks
+    from inquire_lib.evaluation.confidence import confidence_policy
+    from inquire_lib.evaluation.episodes import run_episodes
+
+    smoke, _, model, processor = smoke_model
+    tasks = held_out_tasks(smoke, 2)
+    asks = run_episodes(confidence_policy(model, processor, smoke, threshold=math.inf), tasks, smoke, max_steps=2)
+    acts = run_episodes(confidence_policy(model, processor, smoke, threshold=-math.inf), tasks, smoke, max_steps=2)
+    turns = lambda eps: [st for e in eps for st in e["steps"]]
+    assert turns(asks) and all(st["parsed_action"]["action"] == "call_user" for st in turns(asks))
+    assert turns(acts) and not any((st["parsed_action"] or {}).get("action") == "call_user" for st in turns(acts))

@@ -106,10 +106,10 @@ class AnswerLogProbs:
 def answer_score(tokenizer, tokens: list[int], logprobs: list[float]) -> float:
     """The mean log-probability of the tokens after the reasoning (see the module's docstring)."""
     start = 0
-    if THINK_END in tokenizer.decode(tokens, skip_special_tokens=True):
+    # special tokens kept: a tokenizer that has `</think>` as one would otherwise hide it
+    if THINK_END in tokenizer.decode(tokens):
         # the first prefix that holds the closing tag ends the reasoning
-        start = next(k for k in range(1, len(tokens) + 1)
-                     if THINK_END in tokenizer.decode(tokens[:k], skip_special_tokens=True))
+        start = next(k for k in range(1, len(tokens) + 1) if THINK_END in tokenizer.decode(tokens[:k]))
     answer = logprobs[start:] or logprobs
     return float(np.mean(answer)) if answer else -math.inf
 
