@@ -102,7 +102,7 @@ def test_cpu_efficiency_recomputes_its_ratios_and_measured_what_it_names():
 def test_a_benchmark_writes_neither_checkpoints_nor_tracker_logs_into_the_users_folders(monkeypatch, tmp_path):
     from _common import private_artifacts
 
-    from inquire_lib.profiles import apply_overrides, get_profile as profile_of
+    from inquire_lib.profiles import get_profile as profile_of
     from inquire_lib.runs import paths, tracking
 
     monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path / "runs"))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inquire_lib.training.budget import GB, QWEN25_VL, ModelSpec, estimate_memory, markdown_table, memory_table
+from inquire_lib.training.budget import QWEN25_VL, ModelSpec, estimate_memory, markdown_table, memory_table
 from inquire_lib.training.models import TINY_SIZES
 
 ROOT = Path(__file__).resolve().parents[1]

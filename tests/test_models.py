@@ -6,13 +6,14 @@ import math
 
 import pytest
 
-pytestmark = pytest.mark.slow
 import torch
 from PIL import Image
 
 from inquire_lib.training import models
 from inquire_lib.profiles import get_profile
 from inquire_lib.agent.prompts import prompt_messages
+
+pytestmark = pytest.mark.slow
 
 SMOKE = get_profile("smoke")
 

@@ -17,10 +17,10 @@ import pytest
 
 from inquire_lib.runs import notebooks as runs
 from inquire_lib.profiles import get_profile
-
-SMOKE = get_profile("smoke")
 from inquire_lib.runs.records import REFERENCES
 from inquire_lib.training.selection import choose
+
+SMOKE = get_profile("smoke")
 
 pytestmark = pytest.mark.slow
 NOTEBOOKS = ("01_explore_inquirebench", "02_sft_qlora", "03_grpo_action_level", "04_grpo_task_level", "05_evaluate",

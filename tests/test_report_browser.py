@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -20,6 +19,8 @@ import browser  # noqa: E402
 import synthetic_run as syn  # noqa: E402
 
 from inquire_lib.viz.report import report_main, select_steps, write_report  # noqa: E402
+
+pytestmark = pytest.mark.slow
 
 GOLD_RGB = (255, 214, 0)  # viz.GOLD_COLOR
 CHROMIUM_FLAGS = ["--headless", *browser.OFFLINE_FLAGS, "--virtual-time-budget=5000"]

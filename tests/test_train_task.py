@@ -5,12 +5,13 @@ from unittest import mock
 
 import pytest
 
-pytestmark = pytest.mark.slow
 
 from inquire_lib.training import task_grpo as tt
 from inquire_lib.data.benchmark import generate_tasks
 from inquire_lib.profiles import get_profile
 from inquire_lib.world.expert import expert_act
+
+pytestmark = pytest.mark.slow
 
 PROFILE = get_profile("smoke", max_episode_steps=15)
 

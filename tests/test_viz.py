@@ -259,8 +259,8 @@ def test_badge_lines_fit_the_plot_width():
                 "cleo@mail.com (privacy/login_credentials)",
                 parsed_action={"action": "call_user", "text": "word " * 40})
     lines = viz.badge_text(pred).split("<br>")
-    plain = [l.replace("<b>", "").replace("</b>", "") for l in lines]
-    assert max(len(l) for l in plain) <= 46
+    plain = [line.replace("<b>", "").replace("</b>", "") for line in lines]
+    assert max(len(line) for line in plain) <= 46
     assert plain[2].startswith("reason: signing in") and "cleo@mail.com" in " ".join(plain)
     assert plain[5].startswith("Model asked: “word") and plain[8].endswith("…")
     assert len(plain) == 2 + 3 + 4  # head, category, 3 reason lines, 4 question lines

@@ -92,7 +92,7 @@ def test_the_warmup_trains_through_trl_and_publishes_a_complete_model(tmp_path, 
     assert main["stage"] == "copy_warmup" and main["steps"] == 3 and main["n_examples"] == 96 and main["max_gap"] == 10
     assert main["start"] == str(tmp_path / "warmup" / "phase-0" / "final") and main["vocab"] > 500
     losses = [h["loss"] for h in res.log_history if "loss" in h]
-    assert losses and all(l > 0 for l in losses)
+    assert losses and all(loss > 0 for loss in losses)
     before, _ = models.load_checkpoint(prof, start)
     after, _ = models.load_checkpoint(prof, res.path)
     changed = [n for (n, a), (_, b) in zip(before.named_parameters(), after.named_parameters()) if not torch.equal(a, b)]

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from inquire_lib.agent import actions
-from inquire_lib.agent.actions import ACTION_TYPES, Action
+from inquire_lib.agent.actions import Action
 from inquire_lib.data.benchmark import generate_tasks
 from inquire_lib.agent.taxonomy import SAFE, category_of, subcategories
 from inquire_lib.world.apps import APPS, SCREEN_H, SCREEN_W, centre, home_screen

@@ -15,7 +15,6 @@ in neither frame, and training on the latter silently would teach wrong clicks.
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from collections import Counter

@@ -27,7 +27,6 @@ see different screens at the same step of the same task).
 """
 from __future__ import annotations
 
-import gc
 import json
 import random
 import time
@@ -45,7 +44,7 @@ from ..agent.prompts import frame_for
 from ..data.benchmark import held_out_tasks
 from ..agent.prompts import observation_record
 from ..runs.records import REFERENCES, load_metrics
-from ..runs.paths import atomic_path, eval_dir, run_dir, write_json_atomic, write_jsonl_atomic
+from ..runs.paths import atomic_path, run_dir, write_json_atomic, write_jsonl_atomic
 from ..runs.tracking import log_metrics
 from ..world.apps import centre
 from ..world.env import PhoneEnv
