@@ -34,28 +34,24 @@ def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     return "other"
 
 
-def uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:
-    """Whether training autocasts to bf16: always with `bf16` on a GPU; on CPU with `cpu_bf16`, full
-    weights (bitsandbytes' CPU 4-bit kernels are fp32) and a CPU with native bf16. `cuda` and
-    `native_bf16` default to what this machine has."""
+def _bf16_here(profile: Profile, on_cpu: bool, cuda: bool | None, native_bf16: bool | None) -> bool:
+    """`bf16` on a GPU; on CPU `on_cpu` (the profile's switch), full weights (bitsandbytes' CPU 4-bit
+    kernels are fp32) and native bf16 matmuls. `cuda` and `native_bf16` default to this machine's."""
     if cuda is None:
         import torch
         cuda = torch.cuda.is_available()
     if cuda:
         return profile.bf16
-    if not profile.cpu_bf16 or profile.load_in_4bit:
+    if not on_cpu or profile.load_in_4bit:
         return False
     return cpu_has_native_bf16() if native_bf16 is None else native_bf16
+
+
+def uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:
+    """Whether training autocasts to bf16 (`cpu_bf16` on a CPU; see `_bf16_here`)."""
+    return _bf16_here(profile, profile.cpu_bf16, cuda, native_bf16)
 
 
 def eval_uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:
-    """Whether evaluation loads the model in bf16: on a GPU with `bf16`; on CPU with `eval_bf16`, full
-    weights (not 4-bit) and native bf16 matmuls. `cuda` and `native_bf16` default to this machine's."""
-    if cuda is None:
-        import torch
-        cuda = torch.cuda.is_available()
-    if cuda:
-        return profile.bf16
-    if not profile.eval_bf16 or profile.load_in_4bit:
-        return False
-    return cpu_has_native_bf16() if native_bf16 is None else native_bf16
+    """Whether evaluation loads the model in bf16 (`eval_bf16` on a CPU; see `_bf16_here`)."""
+    return _bf16_here(profile, profile.eval_bf16, cuda, native_bf16)
