@@ -541,7 +541,7 @@ PROFILES["small"] = PROFILES["cpu"].replace(
     torch_threads=1, base_agent_threads=1, sft_batch=8, base_agent_steps=150, base_agent_lr=3e-4, eval_bf16=True,
     base_agent_tasks=600, recovery_drill_tasks=200, sft_steps=60, sft_lr=2e-4, sft_warmup_steps=6, sft_save_steps=60,
     dagger_rounds=1, dagger_tasks=16, dagger_steps=20, dagger_lr=1e-4, grpo_steps=30, grpo_save_steps=10,
-    grpo_prompts_per_step=2, num_generations=4, grpo_lr=2e-5, task_grpo_steps=4, eval_batch=16,
+    grpo_prompts_per_step=2, num_generations=4, grpo_lr=2e-5, task_grpo_steps=4, task_grad_accum=8, eval_batch=16,
     ablation_sft_steps=10, ablation_grpo_steps=4, ablation_seeds=1, grpo_seeds=1, parallel_runs=1)
 
 # what `make run`, `inquire run` and every notebook's parameters cell use when no profile is named

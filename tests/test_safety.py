@@ -275,8 +275,8 @@ def test_report_out_a_folder_or_run_missing(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ usage errors
 @pytest.mark.parametrize("argv,message", [
-    (["run", "--profile", "nope"], "inquire run: unknown profile 'nope'; choose one of cpu, gpu, quick, smoke"),
-    (["profile", "nope"], "inquire profile: unknown profile 'nope'; choose one of cpu, gpu, quick, smoke"),
+    (["run", "--profile", "nope"], "inquire run: unknown profile 'nope'; choose one of cpu, gpu, quick, small, smoke"),
+    (["profile", "nope"], "inquire profile: unknown profile 'nope'; choose one of cpu, gpu, quick, small, smoke"),
     (["run", "--profile", "smoke", "--only", "99"], "inquire run: argument --only: no notebook matches '99'"),
 ])
 def test_usage_errors_are_one_line_exit_2(capsys, argv, message):

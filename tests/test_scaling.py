@@ -104,6 +104,8 @@ def test_global_batch_split_over_processes_and_accumulation():
 TOKEN_BOUNDS = {"smoke": {"sft": 4_000, "grpo": 4_000, "task": 12_000},
                 "cpu": {"sft": 10_000, "grpo": 20_000, "task": 64_000},
                 "quick": {"sft": 10_000, "grpo": 20_000, "task": 64_000},  # the cpu sizes, shorter episodes
+                # SmolLM2-135M on 24 GB: stage 0 ran 8 x ~350 tokens a step (RSS 9-14 GB); stage 3 one episode a pass
+                "small": {"sft": 4_500, "grpo": 4_500, "task": 6_000},
                 "gpu": {"sft": 4_000, "grpo": 6_000, "task": 14_000}}
 
 
@@ -254,7 +256,9 @@ def test_manifest_records_device_cuda_and_dtype():
 
     dev = run_manifest("gpu")["device"]
     assert set(dev) == {"device", "device_name", "gpu_count", "cuda_version", "cudnn_version", "dtype",
-                        "load_in_4bit", "processes"}
+                        "cpu_kind", "cpu_flags", "load_in_4bit", "processes"}
+    assert dev["cpu_kind"] in ("amx", "avx512_bf16", "avx512", "avx2", "other")
+    assert set(dev["cpu_flags"]) <= {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
     assert dev["cuda_version"] == torch.version.cuda and dev["processes"] == 1 and dev["load_in_4bit"] is True
     assert dev["dtype"] == ("bfloat16" if torch.cuda.is_available() else "float32")
     assert dev["device"] == ("cuda" if torch.cuda.is_available() else "cpu")
