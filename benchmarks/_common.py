@@ -5,6 +5,7 @@ settings, package versions, time) and written atomically; a bare-TRL baseline lo
 builds its trainer config with the library's own builders, so "ours vs bare" differs only in the
 wrapper being measured.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -36,8 +37,14 @@ def trainer_parser(doc: str, steps: int, repeats: int, out: Path):
     ap.add_argument("--repeats", type=int, default=repeats, help="ours/bare pairs, interleaved")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 leaves a core to others)")
     ap.add_argument("--out", default=str(out))
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                    help="override a profile field (repeatable), as `inquire run --set`")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override a profile field (repeatable), as `inquire run --set`",
+    )
     return ap
 
 
@@ -79,7 +86,10 @@ def machine() -> dict:
 def private_artifacts(prefix: str):
     """Checkpoints of a benchmark go to a temporary artifacts folder (yielded) and its tracker logs to
     a temporary runs folder, both removed afterwards: a benchmark never writes into the user's runs."""
-    folders = {"artifacts": Path(tempfile.mkdtemp(prefix=prefix)), "runs": Path(tempfile.mkdtemp(prefix=prefix + "runs-"))}
+    folders = {
+        "artifacts": Path(tempfile.mkdtemp(prefix=prefix)),
+        "runs": Path(tempfile.mkdtemp(prefix=prefix + "runs-")),
+    }
     old = {FOLDERS[k][0]: os.environ.get(FOLDERS[k][0]) for k in folders}
     for key, folder in folders.items():
         os.environ[FOLDERS[key][0]] = str(folder)

@@ -18,6 +18,7 @@ data (the cpu profile's tiny Qwen2.5-VL, full weights, its training records):
 Writes benchmarks/results/cpu_efficiency.json. Checkpoints go to a temporary INQUIRE_ARTIFACTS.
 Run it on an idle machine: every other process takes cores from the settings being compared.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,12 @@ from _common import RESULTS, finish, private_artifacts, step_timer, train_runtim
 OUT = RESULTS / "cpu_efficiency.json"
 LOSS_TOLERANCE = 0.03  # bf16 vs fp32: relative loss difference accepted as numerically sound
 SETTINGS = [  # name, processes, threads per process, bf16
-    ("1 thread fp32", 1, 1, False), ("2 threads bf16", 1, 2, True), ("2 threads fp32", 1, 2, False),
-    ("1 thread bf16", 1, 1, True), ("DDP 2x1 fp32", 2, 1, False), ("DDP 2x1 bf16", 2, 1, True),
+    ("1 thread fp32", 1, 1, False),
+    ("2 threads bf16", 1, 2, True),
+    ("2 threads fp32", 1, 2, False),
+    ("1 thread bf16", 1, 1, True),
+    ("DDP 2x1 fp32", 2, 1, False),
+    ("DDP 2x1 bf16", 2, 1, True),
 ]
 REWARDS = ("format", "action", "inquiry")
 
@@ -59,7 +64,7 @@ def matmul_peak(n: int = 1024, seconds: float = 1.0) -> dict:
                 for _ in range(repeats):
                     a @ b
                 best = min(best, time.perf_counter() - t0)
-            out[f"{name}_{threads}t"] = round(2 * n ** 3 * repeats / best / 1e9, 1)
+            out[f"{name}_{threads}t"] = round(2 * n**3 * repeats / best / 1e9, 1)
     return out
 
 
@@ -67,13 +72,21 @@ def settings(native_bf16: bool) -> tuple[list, list]:
     """The settings to measure and those skipped with why: bf16 autocast only where the CPU multiplies
     bf16 natively (elsewhere the profile trains in fp32 anyway, `runs.hardware.uses_bf16`)."""
     run = [s for s in SETTINGS if native_bf16 or not s[3]]
-    skipped = [{"setting": s[0], "why": "no native bf16 on this CPU (AVX-512 BF16 / AMX): autocast would be "
-                "emulated, and the profile trains in fp32 here"} for s in SETTINGS if s not in run]
+    skipped = [
+        {
+            "setting": s[0],
+            "why": "no native bf16 on this CPU (AVX-512 BF16 / AMX): autocast would be "
+            "emulated, and the profile trains in fp32 here",
+        }
+        for s in SETTINGS
+        if s not in run
+    ]
     return run, skipped
 
 
 def _profile(profile_name: str, threads: int, bf16: bool):
     from inquire_lib.profiles import get_profile
+
     return get_profile(profile_name).replace(torch_threads=threads, cpu_bf16=bf16)
 
 
@@ -89,9 +102,28 @@ def _sft_one_process(profile, records, steps: int, name: str) -> dict:
 def _launch(stage: str, profile_name: str, threads: int, bf16: bool, steps: int, name: str, start: str | None) -> dict:
     """One stage in two CPU processes under torchrun (DDP over gloo); its JSON line back. Not
     `accelerate launch --cpu`: that starts a single process whatever `--num_processes` says."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           "-m", "inquire_lib.cli", "train", stage, "--profile", profile_name, "--name", name,
-           "--max-steps", str(steps), "--set", f"torch_threads={threads}", "--set", f"cpu_bf16={bf16}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        "-m",
+        "inquire_lib.cli",
+        "train",
+        stage,
+        "--profile",
+        profile_name,
+        "--name",
+        name,
+        "--max-steps",
+        str(steps),
+        "--set",
+        f"torch_threads={threads}",
+        "--set",
+        f"cpu_bf16={bf16}",
+    ]
     if start:
         cmd += ["--start-from", start]
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
@@ -123,6 +155,7 @@ def sft_runs(profile_name: str, steps: int, params: int, peak: dict, chosen: lis
     for name, procs, threads, bf16 in chosen:
         profile = _profile(profile_name, threads, bf16)
         from inquire_lib.runs.hardware import uses_bf16
+
         if procs == 1:
             torch.set_num_threads(threads)
             out = _sft_one_process(profile, records, steps, f"bench_sft_{len(rows)}")
@@ -138,14 +171,27 @@ def sft_runs(profile_name: str, steps: int, params: int, peak: dict, chosen: lis
             tps = tokens_seen / runtime if tokens_seen else None
         precision = "bf16" if (bf16 and uses_bf16(profile)) else "fp32"
         eps = steps * profile.sft_batch / runtime
-        row = {"setting": name, "stage": "sft", "processes": procs, "threads_per_process": threads,
-               "precision": precision, "steps": steps, "batch": profile.sft_batch, "train_runtime_s": round(runtime, 2),
-               "examples_per_s": round(eps, 3), "median_step_s": round(median_step, 4) if median_step else None,
-               "loss": [round(x, 5) for x in losses], "loadavg_1m": round(os.getloadavg()[0], 2)}
+        row = {
+            "setting": name,
+            "stage": "sft",
+            "processes": procs,
+            "threads_per_process": threads,
+            "precision": precision,
+            "steps": steps,
+            "batch": profile.sft_batch,
+            "train_runtime_s": round(runtime, 2),
+            "examples_per_s": round(eps, 3),
+            "median_step_s": round(median_step, 4) if median_step else None,
+            "loss": [round(x, 5) for x in losses],
+            "loadavg_1m": round(os.getloadavg()[0], 2),
+        }
         if tps is not None:
             flops = 6 * params * tps
-            row.update(tokens_per_s=round(tps, 1), model_gflop_s=round(flops / 1e9, 2),
-                       mfu=round(flops / 1e9 / peak[f"{precision}_{procs * threads}t"], 4))
+            row.update(
+                tokens_per_s=round(tps, 1),
+                model_gflop_s=round(flops / 1e9, 2),
+                mfu=round(flops / 1e9 / peak[f"{precision}_{procs * threads}t"], 4),
+            )
         rows.append(row)
         print(f"sft  {name:16s} {eps:6.2f} ex/s  final loss {losses[-1] if losses else None}", flush=True)
     return rows
@@ -167,18 +213,34 @@ def grpo_runs(profile_name: str, steps: int, chosen: list) -> list[dict]:
         if procs == 1:
             torch.set_num_threads(threads)
             timer = step_timer()
-            res = grpo(profile, start=start, name=f"bench_grpo_{len(rows)}", max_steps=steps, train=records,
-                       reward_names=REWARDS, callbacks=[timer])
+            res = grpo(
+                profile,
+                start=start,
+                name=f"bench_grpo_{len(rows)}",
+                max_steps=steps,
+                train=records,
+                reward_names=REWARDS,
+                callbacks=[timer],
+            )
             runtime = train_runtime(res.log_history)
             times = sorted(timer.times[1:] or timer.times)
             median_step = statistics.median(times)
         else:
             out = _launch("grpo", profile_name, threads, bf16, steps, f"bench_grpo_{len(rows)}", start)
             runtime, median_step = out["seconds"], None
-        rows.append({"setting": name, "stage": "grpo", "processes": procs, "threads_per_process": threads,
-                     "bf16": bf16, "steps": steps, "seconds_per_step": round(runtime / steps, 3),
-                     "median_step_s": round(median_step, 3) if median_step else None,
-                     "loadavg_1m": round(os.getloadavg()[0], 2)})
+        rows.append(
+            {
+                "setting": name,
+                "stage": "grpo",
+                "processes": procs,
+                "threads_per_process": threads,
+                "bf16": bf16,
+                "steps": steps,
+                "seconds_per_step": round(runtime / steps, 3),
+                "median_step_s": round(median_step, 3) if median_step else None,
+                "loadavg_1m": round(os.getloadavg()[0], 2),
+            }
+        )
         print(f"grpo {name:16s} {runtime / steps:6.2f} s/step", flush=True)
     return rows
 
@@ -186,12 +248,16 @@ def grpo_runs(profile_name: str, steps: int, chosen: list) -> list[dict]:
 def loss_agreement(fp32: list[float], bf16: list[float]) -> dict:
     n = min(len(fp32), len(bf16))
     rel = [abs(a - b) / max(abs(a), 1e-8) for a, b in zip(fp32[:n], bf16[:n])]
-    tail = lambda xs: statistics.fmean(xs[max(0, n - 10):n])  # noqa: E731
+    tail = lambda xs: statistics.fmean(xs[max(0, n - 10) : n])  # noqa: E731
     tail_rel = abs(tail(fp32) - tail(bf16)) / max(tail(fp32), 1e-8)
-    return {"steps": n, "mean_relative_difference": round(statistics.fmean(rel), 5),
-            "max_relative_difference": round(max(rel), 5), "last10_relative_difference": round(tail_rel, 5),
-            "tolerance": LOSS_TOLERANCE,
-            "sound": statistics.fmean(rel) <= LOSS_TOLERANCE and tail_rel <= LOSS_TOLERANCE}
+    return {
+        "steps": n,
+        "mean_relative_difference": round(statistics.fmean(rel), 5),
+        "max_relative_difference": round(max(rel), 5),
+        "last10_relative_difference": round(tail_rel, 5),
+        "tolerance": LOSS_TOLERANCE,
+        "sound": statistics.fmean(rel) <= LOSS_TOLERANCE and tail_rel <= LOSS_TOLERANCE,
+    }
 
 
 def run(profile_name: str = "cpu", steps: int = 50, grpo_steps: int = 4, out: Path | None = OUT) -> dict:
@@ -218,14 +284,23 @@ def run(profile_name: str = "cpu", steps: int = 50, grpo_steps: int = 4, out: Pa
         best_sft = max(sft_rows, key=lambda r: r["examples_per_s"])
         best_grpo = min(grpo_rows, key=lambda r: r["seconds_per_step"])
         result = {
-            "benchmark": "cpu_efficiency", "profile": profile_name, "params": params, "native_bf16": cpu_has_native_bf16(),
+            "benchmark": "cpu_efficiency",
+            "profile": profile_name,
+            "params": params,
+            "native_bf16": cpu_has_native_bf16(),
             "flop_count": "6 x params x tokens (forward + backward of every parameter; attention scores not counted)",
-            "matmul_peak_gflop_s": peak, "sft": sft_rows, "grpo": grpo_rows,
+            "matmul_peak_gflop_s": peak,
+            "sft": sft_rows,
+            "grpo": grpo_rows,
             "skipped": skipped,
-            "bf16_vs_fp32_loss_1_thread": (loss_agreement(base_sft["loss"], by(sft_rows, "1 thread bf16")["loss"])
-                                           if not skipped else None),
-            "bf16_vs_fp32_loss_2_threads": (loss_agreement(by(sft_rows, "2 threads fp32")["loss"],
-                                                           by(sft_rows, "2 threads bf16")["loss"]) if not skipped else None),
+            "bf16_vs_fp32_loss_1_thread": (
+                loss_agreement(base_sft["loss"], by(sft_rows, "1 thread bf16")["loss"]) if not skipped else None
+            ),
+            "bf16_vs_fp32_loss_2_threads": (
+                loss_agreement(by(sft_rows, "2 threads fp32")["loss"], by(sft_rows, "2 threads bf16")["loss"])
+                if not skipped
+                else None
+            ),
             "best_sft": {"setting": best_sft["setting"], "speedup": best_sft["speedup"], "required": 3.0},
             "best_grpo": {"setting": best_grpo["setting"], "time_ratio": best_grpo["time_ratio"], "required": 0.5},
         }

@@ -15,6 +15,7 @@ CPU kind (the ratio depends on it: bf16 is native with AVX-512 BF16 or AMX and e
 
 Writes benchmarks/results/eval_throughput.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,13 +39,17 @@ def naive_generate(model, processor, records, profile, batch: int) -> list[str]:
     processor.tokenizer.padding_side = "left"
     with torch.no_grad():
         for i in range(0, len(records), batch):
-            chunk = records[i:i + batch]
-            texts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
-                                                   add_generation_prompt=True) for r in chunk]
+            chunk = records[i : i + batch]
+            texts = [
+                processor.apply_chat_template(
+                    prompt_messages(r, profile, frame), tokenize=False, add_generation_prompt=True
+                )
+                for r in chunk
+            ]
             images = [img for r in chunk for img in images_of(r, profile)]
             enc = processor(text=texts, images=images, padding=True, return_tensors="pt")
             gen = model.generate(**enc, generation_config=config)
-            outs += processor.batch_decode(gen[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            outs += processor.batch_decode(gen[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
     return outs
 
 
@@ -54,8 +59,15 @@ def timed(fn):
     return out, time.perf_counter() - t0
 
 
-def run(profile_name: str, steps: int, checkpoint: str | None, threads: int, batch: int | None,
-        naive_batch: int | None, overrides=()) -> dict:
+def run(
+    profile_name: str,
+    steps: int,
+    checkpoint: str | None,
+    threads: int,
+    batch: int | None,
+    naive_batch: int | None,
+    overrides=(),
+) -> dict:
     import torch
 
     from inquire_lib.agent.actions import parse_completion
@@ -76,18 +88,35 @@ def run(profile_name: str, steps: int, checkpoint: str | None, threads: int, bat
         dtype = str(next(m.model.parameters()).dtype)
     parses = lambda outs: sum(parse_completion(o).action is not None for o in outs)  # noqa: E731
     result = {
-        "benchmark": "eval_throughput", "profile": profile.name, "checkpoint": checkpoint or "base model",
-        "steps": len(records), "threads": threads,
-        "cpu_kind": cpu_kind(), "eval_bf16": eval_uses_bf16(profile),
-        "naive": {"seconds": round(naive_s, 2), "steps_per_s": round(len(records) / naive_s, 4), "batch": naive_batch,
-                  "dtype": "torch.float32", "parsed": parses(naive)},
-        "ours": {"seconds": round(ours_s, 2), "steps_per_s": round(len(records) / ours_s, 4), "batch": batch,
-                 "dtype": dtype, "parsed": parses(ours)},
-        "ratio": round(naive_s / ours_s, 3), "required_ratio": REQUIRED_RATIO,
+        "benchmark": "eval_throughput",
+        "profile": profile.name,
+        "checkpoint": checkpoint or "base model",
+        "steps": len(records),
+        "threads": threads,
+        "cpu_kind": cpu_kind(),
+        "eval_bf16": eval_uses_bf16(profile),
+        "naive": {
+            "seconds": round(naive_s, 2),
+            "steps_per_s": round(len(records) / naive_s, 4),
+            "batch": naive_batch,
+            "dtype": "torch.float32",
+            "parsed": parses(naive),
+        },
+        "ours": {
+            "seconds": round(ours_s, 2),
+            "steps_per_s": round(len(records) / ours_s, 4),
+            "batch": batch,
+            "dtype": dtype,
+            "parsed": parses(ours),
+        },
+        "ratio": round(naive_s / ours_s, 3),
+        "required_ratio": REQUIRED_RATIO,
         "identical_answers": sum(a == b for a, b in zip(naive, ours)),
     }
-    print(f"naive {result['naive']['steps_per_s']} steps/s, ours {result['ours']['steps_per_s']} steps/s: "
-          f"x{result['ratio']} on {result['cpu_kind']}; {result['identical_answers']}/{len(records)} identical")
+    print(
+        f"naive {result['naive']['steps_per_s']} steps/s, ours {result['ours']['steps_per_s']} steps/s: "
+        f"x{result['ratio']} on {result['cpu_kind']}; {result['identical_answers']}/{len(records)} identical"
+    )
     return result
 
 
@@ -100,10 +129,17 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=None, help="ours: records a batch (default: eval_batch)")
     ap.add_argument("--naive-batch", type=int, default=None, help="naive: records a batch (default: eval_batch)")
     ap.add_argument("--out", default=str(OUT))
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                    help="override a profile field (repeatable), as `inquire run --set`")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="overrides",
+        help="override a profile field (repeatable), as `inquire run --set`",
+    )
     args = ap.parse_args()
     from inquire_lib.profiles import get_profile
+
     result = run(args.profile, args.steps, args.checkpoint, args.threads, args.batch, args.naive_batch, args.overrides)
     finish(result, get_profile(args.profile), None if args.out == "-" else __import__("pathlib").Path(args.out))
 

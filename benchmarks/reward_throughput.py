@@ -6,6 +6,7 @@ the parser on one 10 MB completion, which the 100,000-character cap keeps fast.
 
     python benchmarks/reward_throughput.py [--n 2000] [--repeats 3] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,13 +24,30 @@ from inquire_lib.profiles import get_profile
 OUT = RESULTS / "reward_throughput.json"
 PROFILE = "cpu"  # the penalties of the profile that trains
 W, H = 112, 224  # model frame of the CPU profiles
-QUESTIONS = ["Which Anna should receive the money?", "Do you want to pay 30 dollars now?",
-             "Should I delete all 12 photos?", "Which size do you want?"]
+QUESTIONS = [
+    "Which Anna should receive the money?",
+    "Do you want to pay 30 dollars now?",
+    "Should I delete all 12 photos?",
+    "Which size do you want?",
+]
 WORDS = ["milk", "bread", "Wallet", "Settings", "hello", "world", "volume_up", "Anna"]
 
 
-KINDS = ("click", "click", "click", "long_press", "swipe", "type", "open", "key", "system_button", "wait",
-         "terminate", "call_user", "call_user")
+KINDS = (
+    "click",
+    "click",
+    "click",
+    "long_press",
+    "swipe",
+    "type",
+    "open",
+    "key",
+    "system_button",
+    "wait",
+    "terminate",
+    "call_user",
+    "call_user",
+)
 
 
 def _random_action(rng: random.Random) -> Action:
@@ -38,8 +56,10 @@ def _random_action(rng: random.Random) -> Action:
 
 def _think(rng: random.Random) -> str:
     need = rng.choice(["needed", "not needed"])
-    return ("The screen shows a list of items and a Pay button. The task names the recipient. "
-            f"Inquiry check: {need}, because the action is {rng.choice(['safe', 'risky'])}.")
+    return (
+        "The screen shows a list of items and a Pay button. The task names the recipient. "
+        f"Inquiry check: {need}, because the action is {rng.choice(['safe', 'risky'])}."
+    )
 
 
 def _malformed(rng: random.Random, good: str) -> str:
@@ -49,16 +69,16 @@ def _malformed(rng: random.Random, good: str) -> str:
     if kind == 1:
         return good.replace('"coordinate": [', '"coordinate": ["') if '"coordinate"' in good else good[:-20]
     if kind == 2:
-        return good + good[good.index("<tool_call>"):]  # two tool calls
+        return good + good[good.index("<tool_call>") :]  # two tool calls
     if kind == 3:
         return good.replace('"name": "mobile_use"', '"name": "computer"')
     if kind == 4:
-        return good[good.index("<tool_call>"):]  # no think
+        return good[good.index("<tool_call>") :]  # no think
     if kind == 5:
         return "Sure! " + good
     if kind == 6:
         return good.replace('"mobile_use", "arguments": {', '"mobile_use", "arguments": {"x": NaN, ')
-    return "".join(rng.choice("<>{}[]\":, abc/think_tool") for _ in range(rng.randint(0, 200)))
+    return "".join(rng.choice('<>{}[]":, abc/think_tool') for _ in range(rng.randint(0, 200)))
 
 
 def _adversarial(rng: random.Random) -> str:
@@ -69,8 +89,10 @@ def _adversarial(rng: random.Random) -> str:
     if kind == 1:
         return "<think>x</think><tool_call>" + "[" * 5000 + "]" * 5000 + "</tool_call>"
     if kind == 2:
-        return "<think>x</think><tool_call>{\"name\": \"mobile_use\", \"arguments\": {\"action\": " \
-               "\"click\", \"coordinate\": [" + "9" * 4000 + ", 1]}}</tool_call>"
+        return (
+            '<think>x</think><tool_call>{"name": "mobile_use", "arguments": {"action": '
+            '"click", "coordinate": [' + "9" * 4000 + ", 1]}}</tool_call>"
+        )
     if kind == 3:
         return "<tool_call>" * 2000
     return "<think>" + "a" * 20_000 + "</think>" + "<tool_call>{}</tool_call>"
@@ -94,8 +116,7 @@ def build_batch(n: int, seed: int) -> dict:
         else:
             bboxes.append([-1, -1, -1, -1])
         required.append(gold.type == "call_user")
-    return {"completions": completions, "gold_action": golds, "gold_bbox": bboxes,
-            "inquiry_required": required}
+    return {"completions": completions, "gold_action": golds, "gold_bbox": bboxes, "inquiry_required": required}
 
 
 def _best_of(fn, repeats: int) -> float:
@@ -110,8 +131,10 @@ def _best_of(fn, repeats: int) -> float:
 def mean_rewards(n: int, seed: int, profile: str = PROFILE) -> dict[str, float]:
     """The deterministic part of the benchmark: each reward's mean over the seeded batch."""
     kwargs = dict(build_batch(n, seed), log_metric=lambda name, value: None)
-    return {f.__name__: round(sum(r := f(**kwargs)) / len(r), 4)
-            for f in build_reward_funcs(["format", "action", "inquiry"], profile=profile)}
+    return {
+        f.__name__: round(sum(r := f(**kwargs)) / len(r), 4)
+        for f in build_reward_funcs(["format", "action", "inquiry"], profile=profile)
+    }
 
 
 def format_ok_fraction(n: int, seed: int) -> float:
@@ -126,18 +149,29 @@ def run(n: int = 2000, repeats: int = 3, seed: int = 0) -> dict:
     for f in build_reward_funcs(["format", "action", "inquiry"], profile=PROFILE):
         rewards = f(**kwargs)
         secs = _best_of(lambda: f(**kwargs), repeats)
-        results[f.__name__] = {"seconds": round(secs, 4), "completions_per_s": round(n / secs, 1),
-                               "mean_reward": round(sum(rewards) / len(rewards), 4)}
+        results[f.__name__] = {
+            "seconds": round(secs, 4),
+            "completions_per_s": round(n / secs, 1),
+            "mean_reward": round(sum(rewards) / len(rewards), 4),
+        }
     texts = [c[0]["content"] for c in batch["completions"]]
     secs = _best_of(lambda: [parse_completion(t) for t in texts], repeats)
     results["parse_completion"] = {"seconds": round(secs, 4), "completions_per_s": round(n / secs, 1)}
     big = {"text": texts[0] + "x" * 10_000_000, "tags": "<think><tool_call>{[" * 500_000}
     big_secs = {k: round(_best_of(lambda: parse_completion(v), repeats), 6) for k, v in big.items()}
     valid = sum(parse_completion(t).format_ok for t in texts)
-    return stamped({
-        "benchmark": "reward_throughput", "n_completions": n, "repeats": repeats, "seed": seed,
-        "format_ok_fraction": round(valid / n, 4), "rewards": results, "parse_10mb_seconds": big_secs,
-    }, get_profile(PROFILE))
+    return stamped(
+        {
+            "benchmark": "reward_throughput",
+            "n_completions": n,
+            "repeats": repeats,
+            "seed": seed,
+            "format_ok_fraction": round(valid / n, 4),
+            "rewards": results,
+            "parse_10mb_seconds": big_secs,
+        },
+        get_profile(PROFILE),
+    )
 
 
 def main(argv=None) -> None:

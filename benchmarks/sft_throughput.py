@@ -11,6 +11,7 @@ Evaluation: `evaluate.generate` on the first test records, batch `profile.eval_b
 
 Writes benchmarks/results/sft_throughput.json. Checkpoints go to a temporary INQUIRE_ARTIFACTS.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,16 @@ import statistics
 import time
 from pathlib import Path
 
-from _common import (RESULTS, bare_model, bench_profile, finish, private_artifacts, step_timer, train_runtime,
-                     trainer_parser)
+from _common import (
+    RESULTS,
+    bare_model,
+    bench_profile,
+    finish,
+    private_artifacts,
+    step_timer,
+    train_runtime,
+    trainer_parser,
+)
 
 OUT = RESULTS / "sft_throughput.json"
 REQUIRED_RATIO = 0.95  # ours / bare examples per second
@@ -43,9 +52,14 @@ def run_bare(profile, start: str, records, steps: int, out_dir: Path) -> dict:
     torch.set_num_threads(profile.torch_threads)
     model, processor, _ = bare_model(profile, start)
     timer = step_timer()
-    trainer = SFTTrainer(model=model, args=sft_config(profile, out_dir, steps=steps), train_dataset=records,
-                         processing_class=processor, peft_config=lora_config(profile) if profile.lora else None,
-                         callbacks=[timer])
+    trainer = SFTTrainer(
+        model=model,
+        args=sft_config(profile, out_dir, steps=steps),
+        train_dataset=records,
+        processing_class=processor,
+        peft_config=lora_config(profile) if profile.lora else None,
+        callbacks=[timer],
+    )
     trainer.train()
     return {"log_history": trainer.state.log_history, "step_times": timer.times}
 
@@ -53,12 +67,17 @@ def run_bare(profile, start: str, records, steps: int, out_dir: Path) -> dict:
 def summarise(who: str, out: dict, steps: int, batch: int) -> dict:
     runtime = train_runtime(out["log_history"])
     later = sorted(out["step_times"][1:] or out["step_times"])
-    return {"who": who, "train_runtime_s": round(runtime, 4), "examples_per_s": round(steps * batch / runtime, 3),
-            "median_step_s": round(statistics.median(later), 5),
-            # load from other processes only adds time: the fast steps are the least disturbed view
-            "p20_step_s": round(later[len(later) // 5], 5), "loadavg_1m": round(os.getloadavg()[0], 2),
-            "steps_timed": len(out["step_times"]),
-            "final_loss": next((e["loss"] for e in reversed(out["log_history"]) if "loss" in e), None)}
+    return {
+        "who": who,
+        "train_runtime_s": round(runtime, 4),
+        "examples_per_s": round(steps * batch / runtime, 3),
+        "median_step_s": round(statistics.median(later), 5),
+        # load from other processes only adds time: the fast steps are the least disturbed view
+        "p20_step_s": round(later[len(later) // 5], 5),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+        "steps_timed": len(out["step_times"]),
+        "final_loss": next((e["loss"] for e in reversed(out["log_history"]) if "loss" in e), None),
+    }
 
 
 def eval_throughput(profile, start: str, n: int, repeats: int) -> dict:
@@ -80,7 +99,9 @@ def eval_throughput(profile, start: str, n: int, repeats: int) -> dict:
     best = {k: min(v) for k, v in seconds.items()}
     same = sum(a == b for a, b in zip(outputs["batched"], outputs["single"]))
     return {
-        "records": len(records), "eval_batch": profile.eval_batch, "max_new_tokens": profile.eval_max_new_tokens,
+        "records": len(records),
+        "eval_batch": profile.eval_batch,
+        "max_new_tokens": profile.eval_max_new_tokens,
         "batched_seconds": [round(s, 3) for s in seconds["batched"]],
         "single_seconds": [round(s, 3) for s in seconds["single"]],
         "batched_examples_per_s": round(len(records) / best["batched"], 3),
@@ -91,8 +112,15 @@ def eval_throughput(profile, start: str, n: int, repeats: int) -> dict:
     }
 
 
-def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads: int = 1, eval_records: int = 32,
-        out: Path | None = OUT, overrides=()) -> dict:
+def run(
+    profile_name: str = "smoke",
+    steps: int = 20,
+    repeats: int = 4,
+    threads: int = 1,
+    eval_records: int = 32,
+    out: Path | None = OUT,
+    overrides=(),
+) -> dict:
     with private_artifacts("inquire-bench-sft-") as artifacts:
         import torch
 
@@ -105,6 +133,7 @@ def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads:
         start = base_agent(profile)
         if start is None:
             from inquire_lib.training.models import model_path
+
             start = model_path(profile)
         base_s = time.perf_counter() - t0
         records = training_records(benchmark(profile)["train"], profile, profile.sft_inquiry_fraction)
@@ -126,15 +155,27 @@ def run(profile_name: str = "smoke", steps: int = 20, repeats: int = 4, threads:
         print("evaluation throughput ...", flush=True)
         ev = eval_throughput(profile, start, eval_records, repeats)
         result = {
-            "benchmark": "sft_throughput", "profile": profile.name, "model": profile.model,
-            "lora": profile.lora, "load_in_4bit": profile.load_in_4bit, "steps": steps, "batch": profile.sft_batch,
+            "benchmark": "sft_throughput",
+            "profile": profile.name,
+            "model": profile.model,
+            "lora": profile.lora,
+            "load_in_4bit": profile.load_in_4bit,
+            "steps": steps,
+            "batch": profile.sft_batch,
             "overrides": dict(profile.overrides),
-            "repeats": repeats, "torch_threads": threads, "n_train_records": len(records), "start": start,
+            "repeats": repeats,
+            "torch_threads": threads,
+            "n_train_records": len(records),
+            "start": start,
             "base_agent_seconds": round(base_s, 2),
             "runs": runs,
-            "ours_examples_per_s": round(ours_eps, 3), "bare_examples_per_s": round(bare_eps, 3),
-            "ratio": round(ratio, 4), "required_ratio": REQUIRED_RATIO, "meets_requirement": ratio >= REQUIRED_RATIO,
-            "step_time_ratio": round(step_ratio, 4), "p20_step_time_ratio": round(p20_ratio, 4),
+            "ours_examples_per_s": round(ours_eps, 3),
+            "bare_examples_per_s": round(bare_eps, 3),
+            "ratio": round(ratio, 4),
+            "required_ratio": REQUIRED_RATIO,
+            "meets_requirement": ratio >= REQUIRED_RATIO,
+            "step_time_ratio": round(step_ratio, 4),
+            "p20_step_time_ratio": round(p20_ratio, 4),
             "pair_ratios": [round(p, 4) for p in pairs],
             "eval": ev,
         }
@@ -146,15 +187,19 @@ def main(argv=None) -> None:
     ap.add_argument("--eval-records", type=int, default=32)
     a = ap.parse_args(argv)
     r = run(a.profile, a.steps, a.repeats, a.threads, a.eval_records, Path(a.out), a.overrides)
-    print(f"SFT examples/s: ours {r['ours_examples_per_s']:.2f}, bare TRL {r['bare_examples_per_s']:.2f}, "
-          f"ratio ours/bare {r['ratio']:.3f} (required >= {REQUIRED_RATIO}: "
-          f"{'ok' if r['meets_requirement'] else 'NOT MET'}); by median step {r['step_time_ratio']:.3f}, "
-          f"by 20th-percentile step {r['p20_step_time_ratio']:.3f}, pairs {r['pair_ratios']}")
+    print(
+        f"SFT examples/s: ours {r['ours_examples_per_s']:.2f}, bare TRL {r['bare_examples_per_s']:.2f}, "
+        f"ratio ours/bare {r['ratio']:.3f} (required >= {REQUIRED_RATIO}: "
+        f"{'ok' if r['meets_requirement'] else 'NOT MET'}); by median step {r['step_time_ratio']:.3f}, "
+        f"by 20th-percentile step {r['p20_step_time_ratio']:.3f}, pairs {r['pair_ratios']}"
+    )
     e = r["eval"]
-    print(f"evaluate.generate on {e['records']} records: "
-          f"batch {e['eval_batch']} {e['batched_examples_per_s']:.2f} ex/s, "
-          f"batch 1 {e['single_examples_per_s']:.2f} ex/s, speedup x{e['speedup']:.2f}, "
-          f"same outputs {e['same_output_fraction']:.2f}")
+    print(
+        f"evaluate.generate on {e['records']} records: "
+        f"batch {e['eval_batch']} {e['batched_examples_per_s']:.2f} ex/s, "
+        f"batch 1 {e['single_examples_per_s']:.2f} ex/s, speedup x{e['speedup']:.2f}, "
+        f"same outputs {e['same_output_fraction']:.2f}"
+    )
     print(f"wrote {a.out}")
 
 

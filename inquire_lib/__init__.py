@@ -1,4 +1,5 @@
 """Inquire workbench: train and study mobile GUI agents that ask a human before they act."""
+
 import logging as _logging
 
 __version__ = "0.1.0"

@@ -20,6 +20,7 @@ once, the points of one `lane` in order). Groups and their references:
 A variant whose switch is already the profile's setting, or that the profile cannot express, is
 skipped with the reason (`skip_reason`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -44,29 +45,66 @@ class Variant:
     overrides: dict = field(default_factory=dict)
 
 
-VARIANTS: dict[str, Variant] = {v.name: v for v in (
-    Variant("sft_baseline", "sft", "sft_baseline", "the full SFT recipe"),
-    Variant("sft_no_a11y", "sft", "sft_baseline", "without the accessibility list (pixels only)", {"use_a11y": False}),
-    Variant("sft_no_think", "sft", "sft_baseline", "without pre-action reasoning", {"use_think": False}),
-    Variant("sft_no_prev_screenshot", "sft", "sft_baseline", "without the previous screenshot",
-            {"use_prev_screenshot": False}),
-    Variant("sft_full_weights", "sft", "sft_baseline", "full fine-tuning instead", {"lora": False, "load_in_4bit": False}),
-    Variant("sft_lora", "sft", "sft_baseline", "LoRA on full-precision weights instead",
-            {"lora": True, "load_in_4bit": False}),
-    Variant("sft_qlora", "sft", "sft_baseline", "QLoRA (LoRA on 4-bit weights) instead", {"lora": True, "load_in_4bit": True}),
-    Variant("grpo_shaped", "grpo", "grpo_shaped", "action-level GRPO with the inquiry-shaped reward"),
-    Variant("grpo_papers_reward", "grpo", "grpo_shaped", "the papers' reward (inquiry penalties 0)",
-            {"missed_penalty": 0.0, "needless_penalty": 0.0, "reward_funcs": ("format", "action", "inquiry")}),
-    Variant("dagger_off", "dagger", "dagger_off", "equal-compute SFT on the expert's data only"),
-    Variant("dagger_on", "dagger", "dagger_off", "with DAgger's relabelled on-policy states"),
-    Variant("chain_sft", "chain", "chain_task", "SFT only"),
-    Variant("chain_grpo", "chain", "chain_task", "SFT + action-level GRPO"),
-    Variant("chain_task", "chain", "chain_task", "SFT + action-level GRPO + task-level GRPO (the full recipe)"),
-)}
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("sft_baseline", "sft", "sft_baseline", "the full SFT recipe"),
+        Variant(
+            "sft_no_a11y", "sft", "sft_baseline", "without the accessibility list (pixels only)", {"use_a11y": False}
+        ),
+        Variant("sft_no_think", "sft", "sft_baseline", "without pre-action reasoning", {"use_think": False}),
+        Variant(
+            "sft_no_prev_screenshot",
+            "sft",
+            "sft_baseline",
+            "without the previous screenshot",
+            {"use_prev_screenshot": False},
+        ),
+        Variant(
+            "sft_full_weights",
+            "sft",
+            "sft_baseline",
+            "full fine-tuning instead",
+            {"lora": False, "load_in_4bit": False},
+        ),
+        Variant(
+            "sft_lora",
+            "sft",
+            "sft_baseline",
+            "LoRA on full-precision weights instead",
+            {"lora": True, "load_in_4bit": False},
+        ),
+        Variant(
+            "sft_qlora",
+            "sft",
+            "sft_baseline",
+            "QLoRA (LoRA on 4-bit weights) instead",
+            {"lora": True, "load_in_4bit": True},
+        ),
+        Variant("grpo_shaped", "grpo", "grpo_shaped", "action-level GRPO with the inquiry-shaped reward"),
+        Variant(
+            "grpo_papers_reward",
+            "grpo",
+            "grpo_shaped",
+            "the papers' reward (inquiry penalties 0)",
+            {"missed_penalty": 0.0, "needless_penalty": 0.0, "reward_funcs": ("format", "action", "inquiry")},
+        ),
+        Variant("dagger_off", "dagger", "dagger_off", "equal-compute SFT on the expert's data only"),
+        Variant("dagger_on", "dagger", "dagger_off", "with DAgger's relabelled on-policy states"),
+        Variant("chain_sft", "chain", "chain_task", "SFT only"),
+        Variant("chain_grpo", "chain", "chain_task", "SFT + action-level GRPO"),
+        Variant("chain_task", "chain", "chain_task", "SFT + action-level GRPO + task-level GRPO (the full recipe)"),
+    )
+}
 # the order points run in: a DAgger or chain point starts from `chain_sft` of its seed (`_earlier`), so
 # chain_sft comes first and is trained once
 RUN_ORDER = tuple(v for v in VARIANTS if VARIANTS[v].group in ("sft", "grpo")) + (
-    "chain_sft", "dagger_off", "dagger_on", "chain_grpo", "chain_task")
+    "chain_sft",
+    "dagger_off",
+    "dagger_on",
+    "chain_grpo",
+    "chain_task",
+)
 # the rates compared, step level and task level
 STEP_KEYS = ("step_accuracy", "inquiry_recall", "needless_rate", "safe_step_accuracy")
 TASK_KEYS = ("success_rate", "isr", "needless_rate", "unsafe_rate")
@@ -107,8 +145,9 @@ def _train(profile: Profile, v: Variant, train_seed: int) -> str:
     if v.group == "sft" or v.name == "chain_sft":
         return stages.sft(profile, name=name, inquiry_fraction=1.0, max_steps=profile.ablation_sft_steps).path
     if v.group == "grpo":
-        return stages.grpo(profile, start=checkpoint_path(profile, "sft_weak"), name=name,
-                           max_steps=profile.ablation_grpo_steps).path
+        return stages.grpo(
+            profile, start=checkpoint_path(profile, "sft_weak"), name=name, max_steps=profile.ablation_grpo_steps
+        ).path
     chain_sft = _earlier(profile, "chain_sft", train_seed)
     if v.name == "dagger_on":
         return stages.dagger(profile, chain_sft, name=name)[0]
@@ -144,18 +183,32 @@ def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None
     vp = profile.replace(train_seed=train_seed, **v.overrides)
     name = point_name(variant, train_seed)
     path = _train(vp, v, train_seed)
-    step = stages.evaluate_checkpoint(vp, name, test_records(vp), out_root, path=path,
-                                      extra={"variant": variant, "group": v.group, "train_seed": train_seed,
-                                             "overrides": v.overrides})
+    step = stages.evaluate_checkpoint(
+        vp,
+        name,
+        test_records(vp),
+        out_root,
+        path=path,
+        extra={"variant": variant, "group": v.group, "train_seed": train_seed, "overrides": v.overrides},
+    )
     task = stages.evaluate_checkpoint_tasks(vp, name, out_root=out_root, path=path)
-    return {"variant": variant, "seed": train_seed, "skipped": None,
-            "step": {k: step["overall"][k]["value"] for k in STEP_KEYS},
-            "task": {k: task["overall"][k]["value"] for k in TASK_KEYS}}
+    return {
+        "variant": variant,
+        "seed": train_seed,
+        "skipped": None,
+        "step": {k: step["overall"][k]["value"] for k in STEP_KEYS},
+        "task": {k: task["overall"][k]["value"] for k in TASK_KEYS},
+    }
 
 
 def _items(profile: Profile, name: str, kind: str, out_root) -> list[dict] | None:
     """A point's step predictions or episodes as written by its evaluation; None when it has none."""
-    path = run_dir(profile.name, out_root) / "eval" / name / ("step_predictions.jsonl" if kind == "step" else "trajectories.jsonl")
+    path = (
+        run_dir(profile.name, out_root)
+        / "eval"
+        / name
+        / ("step_predictions.jsonl" if kind == "step" else "trajectories.jsonl")
+    )
     return [rec for _, rec in read_jsonl(path)] if path.exists() else None
 
 
@@ -190,10 +243,23 @@ def effects_table(profile: Profile, variants, seeds, out_root=None, n_boot: int 
                     if a is not None and b is not None:
                         mine[s], ref[s] = item_outcomes(a, rate, kind), item_outcomes(b, rate, kind)
                 e = effect(mine, ref, n_boot=n_boot)
-                rows.append({"variant": name, "reference": v.reference, "question": v.question, "level": kind,
-                             "rate": rate, "variant_rate": mean(mine), "reference_rate": mean(ref),
-                             "effect": e["diff"], "lo": e["lo"], "hi": e["hi"], "excludes_zero": e["excludes_zero"],
-                             "n_seeds": e["n_seeds"], "n_items": e["n_items"]})
+                rows.append(
+                    {
+                        "variant": name,
+                        "reference": v.reference,
+                        "question": v.question,
+                        "level": kind,
+                        "rate": rate,
+                        "variant_rate": mean(mine),
+                        "reference_rate": mean(ref),
+                        "effect": e["diff"],
+                        "lo": e["lo"],
+                        "hi": e["hi"],
+                        "excludes_zero": e["excludes_zero"],
+                        "n_seeds": e["n_seeds"],
+                        "n_items": e["n_items"],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -205,4 +271,3 @@ def missing_points(results: list[dict]) -> list[str]:
             p = r["parameters"]
             out.append(f"{p.get('VARIANT')} seed {p.get('TRAIN_SEED')} ({r['status']})")
     return out
-

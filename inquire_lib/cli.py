@@ -4,6 +4,7 @@ Errors are one line on stderr naming the file, line and field, or the argument: 
 usage error (a bad argument, a path that cannot be used), 1 for bad data (a malformed record, a
 corrupt model) or a failed notebook. `--debug` shows the traceback instead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,10 @@ class DataError(Exception):
 
 def build_estimate(n_tasks: int) -> str:
     lo, hi = (round(n_tasks * t) for t in SECONDS_PER_TASK)
-    return (f"estimate: {n_tasks} tasks, about {n_tasks * BYTES_PER_TASK / 1e6:,.0f} MB on disk and "
-            f"{lo:,}-{hi:,} s of one core")
+    return (
+        f"estimate: {n_tasks} tasks, about {n_tasks * BYTES_PER_TASK / 1e6:,.0f} MB on disk and "
+        f"{lo:,}-{hi:,} s of one core"
+    )
 
 
 def _build(args) -> int:
@@ -39,20 +42,24 @@ def _build(args) -> int:
     if args.tasks < 1:
         raise UsageError(f"argument --tasks: expected a positive number of tasks, got {args.tasks}")
     if args.tasks > HARD_MAX_TASKS:
-        raise UsageError(f"argument --tasks: {args.tasks} is above the limit of {HARD_MAX_TASKS:,} "
-                         f"({build_estimate(args.tasks)})")
+        raise UsageError(
+            f"argument --tasks: {args.tasks} is above the limit of {HARD_MAX_TASKS:,} ({build_estimate(args.tasks)})"
+        )
     if args.tasks > MAX_TASKS and not args.large:
-        raise UsageError(f"argument --tasks: {args.tasks} is above {MAX_TASKS} without --large "
-                         f"({build_estimate(args.tasks)})")
+        raise UsageError(
+            f"argument --tasks: {args.tasks} is above {MAX_TASKS} without --large ({build_estimate(args.tasks)})"
+        )
     check_output_dir(args.out, args.force)  # before the work, not after it
     print(build_estimate(args.tasks), file=sys.stderr)
     dd = build_dataset(args.seed, args.tasks, args.train_values)
     write_owned_dir(args.out, lambda tmp: write_dataset(dd, tmp), force=args.force)
     st = stats(dd)
     for split, s in st.items():
-        print(f"{split}: {s['tasks']} tasks, {s['steps']} steps, {s['inquiry_steps']} inquiry steps, "
-              f"{s['n_categories']} categories, {s['n_subcategories']} sub-categories, {s['safe_tasks']} safe tasks, "
-              f"{s['templates']} templates")
+        print(
+            f"{split}: {s['tasks']} tasks, {s['steps']} steps, {s['inquiry_steps']} inquiry steps, "
+            f"{s['n_categories']} categories, {s['n_subcategories']} sub-categories, {s['safe_tasks']} safe tasks, "
+            f"{s['templates']} templates"
+        )
         print("  categories: " + ", ".join(f"{k} {v}" for k, v in s["categories"].items()))
     print(f"fingerprint: {fingerprint(dd)}")
     print(f"written to {args.out}")
@@ -113,8 +120,14 @@ def _report(args) -> int:
             break
     if args.max_cards is not None and args.max_cards < 1:
         raise UsageError(f"argument --max-cards: expected a positive number, got {args.max_cards}")
-    return report_main(args.run_dir, args.out, args.failures_only, max_cards=args.max_cards,
-                       checkpoints=args.checkpoints, outcomes=args.outcomes)
+    return report_main(
+        args.run_dir,
+        args.out,
+        args.failures_only,
+        max_cards=args.max_cards,
+        checkpoints=args.checkpoints,
+        outcomes=args.outcomes,
+    )
 
 
 def _summary(args) -> int:
@@ -151,8 +164,10 @@ def explain_text(profile) -> str:
 
     rows = explain(profile)
     counts = {s: sum(r["source"] == s for r in rows) for s in ("default", "profile", "override")}
-    lines = [f"profile {profile.name}: {len(rows)} fields, {counts['default']} default, {counts['profile']} "
-             f"from the profile, {counts['override']} overridden (--set)"]
+    lines = [
+        f"profile {profile.name}: {len(rows)} fields, {counts['default']} default, {counts['profile']} "
+        f"from the profile, {counts['override']} overridden (--set)"
+    ]
     for r in rows:
         value = json.dumps(r["value"], default=str)
         lines.append(f"{r['field']} = {value}  [{r['source']}]  affects: {', '.join(r['affects'])}")
@@ -194,6 +209,7 @@ def _train(args) -> int:
         raise UsageError(str(exc).strip("'\"")) from None
     if world_size() > 1:
         from accelerate import PartialState
+
         with PartialState().main_process_first():
             benchmark(profile)
             model_path(profile)
@@ -203,19 +219,41 @@ def _train(args) -> int:
         print(f"base agent: {res_path}")
         return 0
     if args.stage == "sft":
-        res = sft_stage.sft(profile, name=name, inquiry_fraction=args.inquiry_fraction, resume=args.resume,
-                     max_steps=args.max_steps, start=_checkpoint(profile, args.start))
+        res = sft_stage.sft(
+            profile,
+            name=name,
+            inquiry_fraction=args.inquiry_fraction,
+            resume=args.resume,
+            max_steps=args.max_steps,
+            start=_checkpoint(profile, args.start),
+        )
     elif args.stage == "grpo":
-        res = grpo_stage.grpo(profile, start=_checkpoint(profile, args.start or "sft_full"), name=name, resume=args.resume,
-                      max_steps=args.max_steps)
+        res = grpo_stage.grpo(
+            profile,
+            start=_checkpoint(profile, args.start or "sft_full"),
+            name=name,
+            resume=args.resume,
+            max_steps=args.max_steps,
+        )
     else:
         from .training.task_grpo import grpo_task, warm_start
+
         start = _checkpoint(profile, args.start) if args.start else warm_start(profile)[1]
         res = grpo_task(profile, start=start, name=name, max_steps=args.max_steps, resume=args.resume)
     if is_main_process():
         losses = [round(h["loss"], 6) for h in res.log_history if "loss" in h]
-        print(json.dumps({"stage": args.stage, "path": res.path, "processes": world_size(), "examples": res.n_examples,
-                          "seconds": round(res.seconds, 1), "loss": losses}))
+        print(
+            json.dumps(
+                {
+                    "stage": args.stage,
+                    "path": res.path,
+                    "processes": world_size(),
+                    "examples": res.n_examples,
+                    "seconds": round(res.seconds, 1),
+                    "loss": losses,
+                }
+            )
+        )
     return 0
 
 
@@ -235,8 +273,10 @@ def _base_agent(args) -> int:
     except OverrideError as exc:
         raise UsageError(str(exc)) from None
     if profile.base_agent_steps <= 0:
-        raise UsageError(f"profile {profile.name} starts from {profile.model} (base_agent_steps is "
-                         f"{profile.base_agent_steps}); it has no stage 0")
+        raise UsageError(
+            f"profile {profile.name} starts from {profile.model} (base_agent_steps is "
+            f"{profile.base_agent_steps}); it has no stage 0"
+        )
     path = base_agent(profile, rebuild=args.rebuild or None)
     print(f"base agent: {path}")
     if args.export:
@@ -244,15 +284,28 @@ def _base_agent(args) -> int:
             raise UsageError(f"{path} is an installed shipped copy, not one trained here; add --rebuild to train it")
         sets = "".join(f" --set {item}" for item in args.set)
         command = f"inquire base-agent --profile {profile.name}{sets} --rebuild --export"
-        record = Path(path) / "inquire_train.json"  # what the trainer recorded (a cache adopted from elsewhere has none)
+        record = (
+            Path(path) / "inquire_train.json"
+        )  # what the trainer recorded (a cache adopted from elsewhere has none)
         trained = json.loads(record.read_text()) if record.exists() else {}
-        m = shipped.export(path, model_path(profile), Path(path).name, command=command, seed=profile.seed,
-                           extra={"steps": profile.base_agent_steps, "lr": profile.base_agent_lr,
-                                  "train_values": profile.train_values,
-                                  **{k: trained[k] for k in ("torch_threads", "seconds") if k in trained},
-                                  **{k: getattr(profile, k) for k in ("base_agent_init", "base_agent_tasks",
-                                                                      "copy_drill_tasks", "recovery_drill_tasks")
-                                     if getattr(profile, k)}})
+        m = shipped.export(
+            path,
+            model_path(profile),
+            Path(path).name,
+            command=command,
+            seed=profile.seed,
+            extra={
+                "steps": profile.base_agent_steps,
+                "lr": profile.base_agent_lr,
+                "train_values": profile.train_values,
+                **{k: trained[k] for k in ("torch_threads", "seconds") if k in trained},
+                **{
+                    k: getattr(profile, k)
+                    for k in ("base_agent_init", "base_agent_tasks", "copy_drill_tasks", "recovery_drill_tasks")
+                    if getattr(profile, k)
+                },
+            },
+        )
         print(f"exported {m['bytes']} bytes, sha256 {m['sha256']} to {shipped.SHIPPED_ROOT / m['name']}")
     return 0
 
@@ -278,8 +331,12 @@ def _parser() -> argparse.ArgumentParser:
     from .world.values import TRAIN_VALUES
 
     debug = argparse.ArgumentParser(add_help=False)
-    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                       help="show the traceback of an error instead of one line")
+    debug.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="show the traceback of an error instead of one line",
+    )
     p = _Parser(prog="inquire", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--debug", action="store_true", help="show the traceback of an error instead of one line")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
@@ -288,29 +345,46 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--tasks", type=int, default=400, help=f"number of tasks, 1 to {MAX_TASKS} (more with --large)")
     b.add_argument("--large", action="store_true", help=f"allow more than {MAX_TASKS} tasks")
     b.add_argument("--out", required=True, help="a new or empty folder, or one an earlier build wrote")
-    b.add_argument("--force", action="store_true",
-                   help="write into a folder that holds other files, leaving them alone")
-    b.add_argument("--train-values", choices=TRAIN_VALUES, default="fixed",
-                   help="how training tasks draw slot values and phrasings (test and validation: the same either way)")
+    b.add_argument(
+        "--force", action="store_true", help="write into a folder that holds other files, leaving them alone"
+    )
+    b.add_argument(
+        "--train-values",
+        choices=TRAIN_VALUES,
+        default="fixed",
+        help="how training tasks draw slot values and phrasings (test and validation: the same either way)",
+    )
     b.set_defaults(fn=_build)
     v = sub.add_parser("validate", help="check an InquireMobile-format .jsonl file", parents=[debug])
     v.add_argument("file")
     v.add_argument("--image-root", default=None)
     v.add_argument("--skip-bad", action="store_true", help="skip and count malformed rows instead of failing")
-    v.add_argument("--max-line-bytes", type=int, default=None,
-                   help="longest line accepted (default 1 MiB, or $INQUIRE_MAX_LINE_BYTES)")
+    v.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=None,
+        help="longest line accepted (default 1 MiB, or $INQUIRE_MAX_LINE_BYTES)",
+    )
     v.set_defaults(fn=_validate)
-    r = sub.add_parser("run", help="execute the notebooks with papermill into papermill_runs/<profile>/<name>/",
-                       parents=[debug])
+    r = sub.add_parser(
+        "run", help="execute the notebooks with papermill into papermill_runs/<profile>/<name>/", parents=[debug]
+    )
     from .profiles import DEFAULT_PROFILE
 
     r.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
     r.add_argument("--only", nargs="*", help="notebook prefixes, e.g. 01 02")
-    r.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a profile field (repeatable), e.g. --set grpo_lr=1e-4 --set missed_penalty=2")
-    r.add_argument("--name", default=None,
-                   help="run name (default: 'default', or the overrides, e.g. grpo_lr=0.0001); an existing run "
-                        "with the same settings is continued, one with other settings is refused")
+    r.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a profile field (repeatable), e.g. --set grpo_lr=1e-4 --set missed_penalty=2",
+    )
+    r.add_argument(
+        "--name",
+        default=None,
+        help="run name (default: 'default', or the overrides, e.g. grpo_lr=0.0001); an existing run "
+        "with the same settings is continued, one with other settings is refused",
+    )
     r.set_defaults(fn=_run)
     rep = sub.add_parser("report", help="write a self-contained HTML report of a run's evaluation", parents=[debug])
     rep.add_argument("run_dir")
@@ -318,8 +392,12 @@ def _parser() -> argparse.ArgumentParser:
     rep.add_argument("--failures-only", action="store_true")
     rep.add_argument("--checkpoints", nargs="+", help="only these checkpoints (default: all)")
     rep.add_argument("--outcomes", nargs="+", help="only steps with these outcomes, e.g. missed_inquiry")
-    rep.add_argument("--max-cards", type=int, default=200,
-                     help="step cards in all, shared across checkpoints, failures first (default 200)")
+    rep.add_argument(
+        "--max-cards",
+        type=int,
+        default=200,
+        help="step cards in all, shared across checkpoints, failures first (default 200)",
+    )
     rep.set_defaults(fn=_report)
     su = sub.add_parser("summary", help="print a run's step, task and wall-time tables as Markdown", parents=[debug])
     su.add_argument("run_dir")
@@ -328,31 +406,53 @@ def _parser() -> argparse.ArgumentParser:
     pr = sub.add_parser("profile", help="print a profile's settings", parents=[debug])
     pr.add_argument("name")
     pr.add_argument("--set", action="append", metavar="KEY=VALUE", help="show the profile with this override")
-    pr.add_argument("--explain", action="store_true",
-                    help="each field with its help, where its value came from (default, profile, override) "
-                         "and what it affects")
+    pr.add_argument(
+        "--explain",
+        action="store_true",
+        help="each field with its help, where its value came from (default, profile, override) and what it affects",
+    )
     pr.set_defaults(fn=_profile)
-    t = sub.add_parser("train", help="run one training stage (under `accelerate launch` for several processes)",
-                       parents=[debug])
+    t = sub.add_parser(
+        "train", help="run one training stage (under `accelerate launch` for several processes)", parents=[debug]
+    )
     t.add_argument("stage", choices=STAGES)
     t.add_argument("--profile", default="cpu")
-    t.add_argument("--start", "--start-from", dest="start", default=None,
-                   help="checkpoint folder or name (sft_full, grpo_full, ...) to start from; under torchrun write "
-                        "--start-from (torchrun reads --start as its own --start-method)")
-    t.add_argument("--name", default=None, help="output name under artifacts/<profile>/ (default: sft_full, grpo_full, grpo_task)")
-    t.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override a profile field, e.g. --set model=/models/Qwen2.5-VL-3B-Instruct")
+    t.add_argument(
+        "--start",
+        "--start-from",
+        dest="start",
+        default=None,
+        help="checkpoint folder or name (sft_full, grpo_full, ...) to start from; under torchrun write "
+        "--start-from (torchrun reads --start as its own --start-method)",
+    )
+    t.add_argument(
+        "--name", default=None, help="output name under artifacts/<profile>/ (default: sft_full, grpo_full, grpo_task)"
+    )
+    t.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a profile field, e.g. --set model=/models/Qwen2.5-VL-3B-Instruct",
+    )
     t.add_argument("--max-steps", type=int, default=None)
     t.add_argument("--inquiry-fraction", type=float, default=None, help="sft: share of inquiry steps kept")
     t.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output folder")
     t.set_defaults(fn=_train)
-    ba = sub.add_parser("base-agent", help="stage 0: the base agent (a shipped copy if its hashes match, else trained)",
-                        parents=[debug])
+    ba = sub.add_parser(
+        "base-agent", help="stage 0: the base agent (a shipped copy if its hashes match, else trained)", parents=[debug]
+    )
     ba.add_argument("--profile", default="cpu")
-    ba.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                    help="override a profile field, e.g. --set train_values=procedural")
-    ba.add_argument("--rebuild", action="store_true",
-                    help="train it here even when a copy is shipped (or was installed from one)")
+    ba.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a profile field, e.g. --set train_values=procedural",
+    )
+    ba.add_argument(
+        "--rebuild", action="store_true", help="train it here even when a copy is shipped (or was installed from one)"
+    )
     ba.add_argument("--export", action="store_true", help="write it to assets/base_agents/ with its manifest")
     ba.set_defaults(fn=_base_agent)
     e = sub.add_parser("export", help="write the GRPO prompts for another RL framework", parents=[debug])
@@ -372,8 +472,9 @@ def exit_code(exc: BaseException) -> int:
     from .training.weights import CorruptWeightsError
     from .viz.inspector import PredictionFormatError
 
-    if isinstance(exc, (RecordError, PredictionFormatError, CorruptWeightsError, LineTooLong, DataError,
-                        UnicodeDecodeError)):
+    if isinstance(
+        exc, (RecordError, PredictionFormatError, CorruptWeightsError, LineTooLong, DataError, UnicodeDecodeError)
+    ):
         return 1
     if isinstance(exc, (UsageError, OSError)):
         return 2

@@ -19,6 +19,7 @@ reads back. It also hands on the modules a notebook draws from:
 Checkpoints of a profile live in `artifacts/<profile>/<name>/`; evaluations and metrics in the run
 folder `papermill_runs/<profile>/`; figures in `figures/<profile>/` (see `runs.paths`).
 """
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,24 @@ from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
 from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
 from .runs.records import ORDER, REFERENCES, headline
-from .stages import (base_agent, dagger, dagger_examples, dagger_table, evaluate_all_tasks, evaluate_checkpoint,
-                     evaluate_checkpoint_tasks, evaluate_references, grpo, grpo_seeds, operating_curves, played_digest,
-                     seed_names, select_checkpoint, sft, sft_control)
+from .stages import (
+    base_agent,
+    dagger,
+    dagger_examples,
+    dagger_table,
+    evaluate_all_tasks,
+    evaluate_checkpoint,
+    evaluate_checkpoint_tasks,
+    evaluate_references,
+    grpo,
+    grpo_seeds,
+    operating_curves,
+    played_digest,
+    seed_names,
+    select_checkpoint,
+    sft,
+    sft_control,
+)
 from .training import task_grpo
 from .training.checkpoints import available_checkpoints, checkpoint_path
 from .training.configs import GRPO_SETTINGS
@@ -45,14 +61,57 @@ from .viz import closing, explore, inspector, plots, report
 from .viz import overlays as viz
 
 __all__ = [  # what the notebooks use
-    "data", "held_out_tasks", "test_records", "episodes", "headline", "Profile", "ORDER", "REFERENCES", "sweep",
-    "NOTEBOOKS_DIR", "artifacts_dir", "eval_dir", "figures_dir", "metrics_dir", "run_dir", "task_grpo",
-    "available_checkpoints", "checkpoint_path", "GRPO_SETTINGS", "grpo", "base_agent", "sft", "explore", "inspector",
-    "plots", "report", "viz", "profile_of", "save_fig", "write_notebook_metrics", "grpo_settings",
-    "select_checkpoint", "evaluate_checkpoint", "evaluate_references", "evaluate_checkpoint_tasks",
-    "evaluate_all_tasks", "load_metrics", "load_task_metrics", "load_predictions", "ablations", "seed_names",
-    "grpo_seeds", "seeds", "closing", "dagger", "dagger_examples", "dagger_table", "sft_control", "operating_curves",
-    "played_digest", "show_fig",
+    "data",
+    "held_out_tasks",
+    "test_records",
+    "episodes",
+    "headline",
+    "Profile",
+    "ORDER",
+    "REFERENCES",
+    "sweep",
+    "NOTEBOOKS_DIR",
+    "artifacts_dir",
+    "eval_dir",
+    "figures_dir",
+    "metrics_dir",
+    "run_dir",
+    "task_grpo",
+    "available_checkpoints",
+    "checkpoint_path",
+    "GRPO_SETTINGS",
+    "grpo",
+    "base_agent",
+    "sft",
+    "explore",
+    "inspector",
+    "plots",
+    "report",
+    "viz",
+    "profile_of",
+    "save_fig",
+    "write_notebook_metrics",
+    "grpo_settings",
+    "select_checkpoint",
+    "evaluate_checkpoint",
+    "evaluate_references",
+    "evaluate_checkpoint_tasks",
+    "evaluate_all_tasks",
+    "load_metrics",
+    "load_task_metrics",
+    "load_predictions",
+    "ablations",
+    "seed_names",
+    "grpo_seeds",
+    "seeds",
+    "closing",
+    "dagger",
+    "dagger_examples",
+    "dagger_table",
+    "sft_control",
+    "operating_curves",
+    "played_digest",
+    "show_fig",
 ]
 
 
@@ -92,8 +151,12 @@ def show_fig(fig, profile: Profile, name: str, into: dict | None = None) -> None
 def write_notebook_metrics(profile: Profile, notebook: str, payload: dict, out_root=None) -> Path:
     """`metrics/<notebook>.json` (named after the notebook, e.g. "02_sft_qlora"), stamped with the
     run manifest (git sha, profile settings, seed, package versions)."""
-    body = {"notebook": notebook, "written": time.strftime("%Y-%m-%dT%H:%M:%S"), **payload,
-            "manifest": run_manifest(profile)}
+    body = {
+        "notebook": notebook,
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        **payload,
+        "manifest": run_manifest(profile),
+    }
     return write_json_atomic(_records.notebook_metrics_file(run_dir(profile, out_root), notebook), body)
 
 
@@ -124,7 +187,8 @@ def profile_of(name: str, seed: int | None = None, overrides: dict | None = None
     torch.set_num_threads(profile.torch_threads)
     if not quiet:
         changed = ", ".join(f"{k}={v!r}" for k, v in profile.overrides) or "none"
-        print(f"profile {profile.name} (seed {profile.seed}), run {run_name()!r}, overrides: {changed}. "
-              f"{PURPOSES.get(profile.name, '')}".rstrip())
+        print(
+            f"profile {profile.name} (seed {profile.seed}), run {run_name()!r}, overrides: {changed}. "
+            f"{PURPOSES.get(profile.name, '')}".rstrip()
+        )
     return profile
-

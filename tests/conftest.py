@@ -7,6 +7,7 @@
 A module fixture that set up its own folders first (a trained checkpoint shared by a module's
 tests) keeps them. Kernels that papermill starts inherit these variables.
 """
+
 from __future__ import annotations
 
 import os

@@ -14,6 +14,7 @@ a click, an open, an unreadable answer, ...): sampling on two processes draws ot
 numbers than on one, so only fixed completions make the two runs' losses comparable. Rewards,
 advantages, the entropy mask and the loss are TRL's and ours, untouched.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,11 +29,11 @@ RANK = int(os.environ.get("RANK", "0"))
 SEEN: list[dict] = []  # one entry per micro-batch: {"step", "examples": [fingerprint], "tokens"}
 
 FIXED = [
-    '<think>The task needs the user. Inquiry check: needed, because it is risky.</think>'
+    "<think>The task needs the user. Inquiry check: needed, because it is risky.</think>"
     '<tool_call>{"name": "mobile_use", "arguments": {"action": "call_user", "text": "Should I go on?"}}</tool_call>',
-    '<think>Tap the row. Inquiry check: not needed, because it is safe.</think>'
+    "<think>Tap the row. Inquiry check: not needed, because it is safe.</think>"
     '<tool_call>{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [56, 120]}}</tool_call>',
-    '<think>Open the app. Inquiry check: not needed, because it is safe.</think>'
+    "<think>Open the app. Inquiry check: not needed, because it is safe.</think>"
     '<tool_call>{"name": "mobile_use", "arguments": {"action": "open", "text": "Mail"}}</tool_call>',
     "no tool call at all",
 ]
@@ -58,9 +59,13 @@ def patch_sft(mp):
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if model.training:
             ids, mask = inputs["input_ids"], inputs["attention_mask"]
-            SEEN.append({"step": self.state.global_step,
-                         "examples": [fingerprint(row[m.bool()]) for row, m in zip(ids, mask)],
-                         "tokens": int((inputs["labels"][..., 1:] != -100).sum())})
+            SEEN.append(
+                {
+                    "step": self.state.global_step,
+                    "examples": [fingerprint(row[m.bool()]) for row, m in zip(ids, mask)],
+                    "tokens": int((inputs["labels"][..., 1:] != -100).sum()),
+                }
+            )
         return original(self, model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch)
 
     mp.setattr(SFTTrainer, "compute_loss", compute_loss)
@@ -108,10 +113,14 @@ def run_stages(commands: list[list[str]], mp=_Setattr) -> dict:
         patch_sft(mp) if stage == "sft" else patch_grpo(mp)
         assert cli.main(args) == 0, args
         trainer = captured.pop("trainer")
-        records[stage] = {"rank": RANK, "world_size": int(os.environ.get("WORLD_SIZE", "1")), "seen": list(SEEN),
-                          "per_device_train_batch_size": trainer.args.per_device_train_batch_size,
-                          "gradient_accumulation_steps": trainer.args.gradient_accumulation_steps,
-                          "log": [h for h in trainer.state.log_history if "loss" in h]}
+        records[stage] = {
+            "rank": RANK,
+            "world_size": int(os.environ.get("WORLD_SIZE", "1")),
+            "seen": list(SEEN),
+            "per_device_train_batch_size": trainer.args.per_device_train_batch_size,
+            "gradient_accumulation_steps": trainer.args.gradient_accumulation_steps,
+            "log": [h for h in trainer.state.log_history if "loss" in h],
+        }
     return records
 
 

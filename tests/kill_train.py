@@ -7,6 +7,7 @@
 Resumes from the last complete checkpoint when one exists; appends the optimizer steps it ran to
 `<artifacts>/smoke/NAME.steps` (one JSON list per process). Uses $INQUIRE_CACHE / $INQUIRE_ARTIFACTS.
 """
+
 from __future__ import annotations
 
 import json

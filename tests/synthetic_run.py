@@ -4,6 +4,7 @@ Records follow the step_predictions.jsonl schema of `inquire_lib.runs.records` f
 loading them through `inquire_lib.viz.inspector.load_run` (which validates) doubles as a schema
 check; their metrics files are computed from them by the library's own `evaluation.metrics`.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from inquire_lib.runs.records import NO_BBOX, STEP_FIELDS
 
 SCREEN_W, SCREEN_H, MODEL_W, MODEL_H = 360, 720, 112, 224
 FRAME = {"screen_w": SCREEN_W, "screen_h": SCREEN_H, "model_w": MODEL_W, "model_h": MODEL_H}
-MAGENTA = (255, 0, 255)            # the distinctive block drawn in every screenshot
+MAGENTA = (255, 0, 255)  # the distinctive block drawn in every screenshot
 MAGENTA_BOX = (30, 470, 330, 600)  # screen frame; away from the badge and the gold bboxes
 BUTTON_BBOX = [60, 180, 200, 230]  # gold bbox of click steps
 INJECTION = "<img src=x onerror=\"document.title='pwned'\">"
@@ -25,18 +26,13 @@ SCHEMA_FIELDS = tuple(STEP_FIELDS)
 # (task_id, step, category, subcategory, inquiry_required, gold kind, outcome per checkpoint)
 SPEC = [
     ("t0_risk", 0, "risk", "money_transfer", False, "click", {"base": "correct", "sft": "correct"}),
-    ("t0_risk", 1, "risk", "money_transfer", True, "call_user",
-     {"base": "missed_inquiry", "sft": "missed_inquiry"}),
-    ("t0_risk", 2, "risk", "money_transfer", False, "click",
-     {"base": "correct", "sft": "wrong_argument"}),
-    ("t1_privacy", 0, "privacy", "login_credentials", True, "call_user",
-     {"base": "missed_inquiry", "sft": "correct"}),
-    ("t1_privacy", 1, "privacy", "login_credentials", False, "click",
-     {"base": "wrong_type", "sft": "unparseable"}),
+    ("t0_risk", 1, "risk", "money_transfer", True, "call_user", {"base": "missed_inquiry", "sft": "missed_inquiry"}),
+    ("t0_risk", 2, "risk", "money_transfer", False, "click", {"base": "correct", "sft": "wrong_argument"}),
+    ("t1_privacy", 0, "privacy", "login_credentials", True, "call_user", {"base": "missed_inquiry", "sft": "correct"}),
+    ("t1_privacy", 1, "privacy", "login_credentials", False, "click", {"base": "wrong_type", "sft": "unparseable"}),
     ("t2_safe", 0, "safe", "safe", False, "click", {"base": "correct", "sft": "needless_inquiry"}),
     ("t2_safe", 1, "safe", "safe", False, "swipe", {"base": "unparseable", "sft": "wrong_type"}),
-    ("t3_intent", 0, "intent", "ambiguous_recipient", True, "call_user",
-     {"base": "correct", "sft": "missed_inquiry"}),
+    ("t3_intent", 0, "intent", "ambiguous_recipient", True, "call_user", {"base": "correct", "sft": "missed_inquiry"}),
 ]
 CHECKPOINTS = ("base", "sft")
 
@@ -66,26 +62,37 @@ def predicted_for(outcome: str, gold: dict, offset: int) -> dict | None:
     if outcome == "needless_inquiry":
         return {"action": "call_user", "text": "Which <b>button</b> " + INJECTION + " should I press?"}
     if outcome == "wrong_type":
-        return ({"action": "type", "text": "hello"} if kind == "click"
-                else {"action": "system_button", "button": "Back"})
+        return {"action": "type", "text": "hello"} if kind == "click" else {"action": "system_button", "button": "Back"}
     if outcome == "wrong_argument":
         return {"action": "click", "coordinate": [300, 650 - offset]}
     raise ValueError(outcome)
 
 
-def make_pred(task_id: str, step: int, category: str, subcategory: str, required: bool,
-              kind: str, outcome: str, checkpoint: str, offset: int = 0,
-              rewards: dict | None = None) -> dict:
+def make_pred(
+    task_id: str,
+    step: int,
+    category: str,
+    subcategory: str,
+    required: bool,
+    kind: str,
+    outcome: str,
+    checkpoint: str,
+    offset: int = 0,
+    rewards: dict | None = None,
+) -> dict:
     """One step prediction record with every field of the schema, consistent with `outcome`."""
     gold, bbox = gold_for(kind)
     parsed = predicted_for(outcome, gold, offset)
     check = "needed, because it is risky" if required else "not needed, because it is routine"
     think = None if outcome == "unparseable" else f"I see the screen. Inquiry check: {check}"
     if parsed is None:
-        raw = "<think>hmm</think><tool_call>{\"name\": \"mobile_use\", \"arguments\": {bad"
+        raw = '<think>hmm</think><tool_call>{"name": "mobile_use", "arguments": {bad'
     else:
-        raw = (f"<think>{think}</think><tool_call>"
-               + json.dumps({"name": "mobile_use", "arguments": parsed}) + "</tool_call>")
+        raw = (
+            f"<think>{think}</think><tool_call>"
+            + json.dumps({"name": "mobile_use", "arguments": parsed})
+            + "</tool_call>"
+        )
     if task_id == "t1_privacy" and step == 0:
         raw += INJECTION  # untrusted text that must stay text in every view
     type_ok = parsed is not None and parsed["action"] == gold["action"]
@@ -135,10 +142,10 @@ def all_preds() -> list[dict]:
     out = []
     for ci, ckpt in enumerate(CHECKPOINTS):
         for task_id, step, cat, sub, req, kind, outcomes in SPEC:
-            rewards = {"format": 1.0, "action": 2.0 if outcomes[ckpt] == "correct" else 0.0} \
-                if ckpt == "sft" else None
-            out.append(make_pred(task_id, step, cat, sub, req, kind, outcomes[ckpt], ckpt,
-                                 offset=10 * ci, rewards=rewards))
+            rewards = {"format": 1.0, "action": 2.0 if outcomes[ckpt] == "correct" else 0.0} if ckpt == "sft" else None
+            out.append(
+                make_pred(task_id, step, cat, sub, req, kind, outcomes[ckpt], ckpt, offset=10 * ci, rewards=rewards)
+            )
     return out
 
 
@@ -164,6 +171,7 @@ def write_run(root: Path, trajectories: bool = False, metrics: bool = True) -> P
         (run / "metrics").mkdir(exist_ok=True)
         for ckpt in CHECKPOINTS:
             mine = [p for p in preds if p["checkpoint"] == ckpt]
-            (run / "metrics" / f"step_{ckpt}.json").write_text(json.dumps(
-                {"checkpoint": ckpt, "profile": "smoke", **step_metrics(mine)}))
+            (run / "metrics" / f"step_{ckpt}.json").write_text(
+                json.dumps({"checkpoint": ckpt, "profile": "smoke", **step_metrics(mine)})
+            )
     return run

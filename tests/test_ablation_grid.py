@@ -1,4 +1,5 @@
 """A profile's ablation grid (`profiles.ABLATION_GRIDS`): the variants outside it are skipped with the reason."""
+
 from __future__ import annotations
 
 from inquire_lib import ablations

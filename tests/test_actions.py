@@ -1,4 +1,5 @@
 """Tests for inquire_lib.agent.actions: action space, parser, formatting, frames, action_match."""
+
 import inspect
 import json
 
@@ -7,8 +8,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inquire_lib.agent.actions import (
-    ACTION_TYPES, MAX_CHARS, Action, ActionError, Frame, Parsed, action_match, format_action,
-    format_completion, inquiry_check, parse_completion,
+    ACTION_TYPES,
+    MAX_CHARS,
+    Action,
+    ActionError,
+    Frame,
+    Parsed,
+    action_match,
+    format_action,
+    format_completion,
+    inquiry_check,
+    parse_completion,
 )
 
 THINK = "Send button visible. Inquiry check: not needed, because the user named the recipient."
@@ -41,9 +51,20 @@ EXAMPLES = [
 
 # ---------------------------------------------------------------- Action
 
+
 def test_action_types_are_the_ten_of_the_action_space():
-    assert ACTION_TYPES == ("click", "long_press", "swipe", "type", "key", "open", "system_button",
-                            "wait", "terminate", "call_user")
+    assert ACTION_TYPES == (
+        "click",
+        "long_press",
+        "swipe",
+        "type",
+        "key",
+        "open",
+        "system_button",
+        "wait",
+        "terminate",
+        "call_user",
+    )
 
 
 @pytest.mark.parametrize("action", EXAMPLES, ids=lambda a: a.type)
@@ -58,7 +79,10 @@ def test_to_arguments_holds_only_set_fields():
     assert Action("wait", time=2.0).to_arguments() == {"action": "wait", "time": 2}
     assert Action("wait", time=0.5).to_arguments() == {"action": "wait", "time": 0.5}
     assert Action("swipe", coordinate=(1, 2), coordinate2=(3, 4)).to_arguments() == {
-        "action": "swipe", "coordinate": [1, 2], "coordinate2": [3, 4]}
+        "action": "swipe",
+        "coordinate": [1, 2],
+        "coordinate2": [3, 4],
+    }
 
 
 def test_from_arguments_normalises_and_rounds():
@@ -70,32 +94,35 @@ def test_from_arguments_normalises_and_rounds():
     assert a == Action("click", coordinate=(1, 2))
 
 
-@pytest.mark.parametrize("args,reason", [
-    ({"coordinate": [1, 2]}, "missing_action"),
-    ({"action": "tap", "coordinate": [1, 2]}, "unknown_action"),
-    ({"action": ["click"], "coordinate": [1, 2]}, "unknown_action"),
-    ({"action": "click"}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": ["56", "90"]}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": "[56, 90]"}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": [1, 2, 3]}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": [True, 2]}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": [-1, 2]}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": [10001, 2]}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": [float("nan"), 2]}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": [float("inf"), 2]}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": [10 ** 400, 2]}, "bad_argument:coordinate"),
-    ({"action": "click", "coordinate": [None, 2]}, "bad_argument:coordinate"),
-    ({"action": "swipe", "coordinate": [1, 2]}, "bad_argument:coordinate2"),
-    ({"action": "type"}, "bad_argument:text"),
-    ({"action": "call_user", "content": "Which one?"}, "bad_argument:text"),
-    ({"action": "open", "text": 5}, "bad_argument:text"),
-    ({"action": "system_button", "button": "Power"}, "bad_argument:button"),
-    ({"action": "system_button"}, "bad_argument:button"),
-    ({"action": "terminate", "status": "done"}, "bad_argument:status"),
-    ({"action": "wait", "time": "2"}, "bad_argument:time"),
-    ({"action": "wait", "time": -1}, "bad_argument:time"),
-    ({"action": "long_press", "coordinate": [1, 2], "time": float("nan")}, "bad_argument:time"),
-])
+@pytest.mark.parametrize(
+    "args,reason",
+    [
+        ({"coordinate": [1, 2]}, "missing_action"),
+        ({"action": "tap", "coordinate": [1, 2]}, "unknown_action"),
+        ({"action": ["click"], "coordinate": [1, 2]}, "unknown_action"),
+        ({"action": "click"}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": ["56", "90"]}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": "[56, 90]"}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": [1, 2, 3]}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": [True, 2]}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": [-1, 2]}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": [10001, 2]}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": [float("nan"), 2]}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": [float("inf"), 2]}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": [10**400, 2]}, "bad_argument:coordinate"),
+        ({"action": "click", "coordinate": [None, 2]}, "bad_argument:coordinate"),
+        ({"action": "swipe", "coordinate": [1, 2]}, "bad_argument:coordinate2"),
+        ({"action": "type"}, "bad_argument:text"),
+        ({"action": "call_user", "content": "Which one?"}, "bad_argument:text"),
+        ({"action": "open", "text": 5}, "bad_argument:text"),
+        ({"action": "system_button", "button": "Power"}, "bad_argument:button"),
+        ({"action": "system_button"}, "bad_argument:button"),
+        ({"action": "terminate", "status": "done"}, "bad_argument:status"),
+        ({"action": "wait", "time": "2"}, "bad_argument:time"),
+        ({"action": "wait", "time": -1}, "bad_argument:time"),
+        ({"action": "long_press", "coordinate": [1, 2], "time": float("nan")}, "bad_argument:time"),
+    ],
+)
 def test_from_arguments_rejects(args, reason):
     with pytest.raises(ActionError) as exc:
         Action.from_arguments(args)
@@ -111,10 +138,11 @@ def test_from_arguments_rejects_non_dict():
 
 # ---------------------------------------------------------------- formatting
 
+
 def test_format_action_exact_string():
     assert format_action(Action("click", coordinate=(56, 90))) == (
-        '<tool_call>{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [56, 90]}}'
-        "</tool_call>")
+        '<tool_call>{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [56, 90]}}</tool_call>'
+    )
 
 
 def test_format_completion_with_and_without_think():
@@ -139,54 +167,77 @@ CLICK = {"action": "click", "coordinate": [56, 90]}
 CLICK_ACTION = Action("click", coordinate=(56, 90))
 
 
-@pytest.mark.parametrize("text,error", [
-    ("", "no_tool_call"),
-    (f"<think>{THINK}</think>", "no_tool_call"),
-    (f"<think>{THINK}</think><tool_call>" + json.dumps({"name": "mobile_use", "arguments": CLICK}),
-     "no_tool_call"),
-    (full(CLICK) + call(CLICK), "multiple_tool_calls"),
-    (f"<think>{THINK}</think><tool_call>{{'name': 'mobile_use'}}</tool_call>", "bad_json"),
-    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
-     '"coordinate": [NaN, 1]}}</tool_call>', "bad_json"),
-    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "wait", '
-     '"time": Infinity}}</tool_call>', "bad_json"),
-    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
-     '"coordinate": [' + "9" * 5000 + ', 1]}}</tool_call>', "bad_json"),
-    ("<think>x</think><tool_call>" + "[" * 20_000 + "]" * 20_000 + "</tool_call>", "bad_json"),
-    ("<think>x</think><tool_call>[1, 2]</tool_call>", "not_object"),
-    ("<think>x</think>" + call(CLICK, name="computer_use"), "unknown_tool"),
-    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": "{\\"action\\": '
-     '\\"click\\"}"}</tool_call>', "bad_arguments"),
-    (full({"coordinate": [1, 2]}), "missing_action"),
-    (full({"action": "rm -rf", "coordinate": [1, 2]}), "unknown_action"),
-    (full({"action": "click", "coordinate": ["56", "90"]}), "bad_argument:coordinate"),
-    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
-     '"coordinate": [1e400, 1]}}</tool_call>', "bad_argument:coordinate"),
-])
+@pytest.mark.parametrize(
+    "text,error",
+    [
+        ("", "no_tool_call"),
+        (f"<think>{THINK}</think>", "no_tool_call"),
+        (f"<think>{THINK}</think><tool_call>" + json.dumps({"name": "mobile_use", "arguments": CLICK}), "no_tool_call"),
+        (full(CLICK) + call(CLICK), "multiple_tool_calls"),
+        (f"<think>{THINK}</think><tool_call>{{'name': 'mobile_use'}}</tool_call>", "bad_json"),
+        (
+            "<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
+            '"coordinate": [NaN, 1]}}</tool_call>',
+            "bad_json",
+        ),
+        (
+            "<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "wait", '
+            '"time": Infinity}}</tool_call>',
+            "bad_json",
+        ),
+        (
+            "<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
+            '"coordinate": [' + "9" * 5000 + ", 1]}}</tool_call>",
+            "bad_json",
+        ),
+        ("<think>x</think><tool_call>" + "[" * 20_000 + "]" * 20_000 + "</tool_call>", "bad_json"),
+        ("<think>x</think><tool_call>[1, 2]</tool_call>", "not_object"),
+        ("<think>x</think>" + call(CLICK, name="computer_use"), "unknown_tool"),
+        (
+            "<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": "{\\"action\\": '
+            '\\"click\\"}"}</tool_call>',
+            "bad_arguments",
+        ),
+        (full({"coordinate": [1, 2]}), "missing_action"),
+        (full({"action": "rm -rf", "coordinate": [1, 2]}), "unknown_action"),
+        (full({"action": "click", "coordinate": ["56", "90"]}), "bad_argument:coordinate"),
+        (
+            "<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
+            '"coordinate": [1e400, 1]}}</tool_call>',
+            "bad_argument:coordinate",
+        ),
+    ],
+)
 def test_parse_failures_have_no_action(text, error):
     p = parse_completion(text)
     assert (p.action, p.format_ok, p.error) == (None, False, error)
 
 
-@pytest.mark.parametrize("text,error", [
-    (call(CLICK), "missing_think"),
-    ("<think>a</think><think>b</think>" + call(CLICK), "multiple_think"),
-    ("<think>  \n </think>" + call(CLICK), "empty_think"),
-    (call(CLICK) + "<think>late</think>", "bad_order"),
-    ("<think>a<think>b</think>" + call(CLICK), "unbalanced_tags"),
-    ("<think>a</think></think>" + call(CLICK), "unbalanced_tags"),
-    ("Sure! " + full(CLICK), "text_outside_tags"),
-    (full(CLICK) + " done", "text_outside_tags"),
-    ("<think>a</think> so: " + call(CLICK), "text_outside_tags"),
-])
+@pytest.mark.parametrize(
+    "text,error",
+    [
+        (call(CLICK), "missing_think"),
+        ("<think>a</think><think>b</think>" + call(CLICK), "multiple_think"),
+        ("<think>  \n </think>" + call(CLICK), "empty_think"),
+        (call(CLICK) + "<think>late</think>", "bad_order"),
+        ("<think>a<think>b</think>" + call(CLICK), "unbalanced_tags"),
+        ("<think>a</think></think>" + call(CLICK), "unbalanced_tags"),
+        ("Sure! " + full(CLICK), "text_outside_tags"),
+        (full(CLICK) + " done", "text_outside_tags"),
+        ("<think>a</think> so: " + call(CLICK), "text_outside_tags"),
+    ],
+)
 def test_parse_format_failures_keep_the_action(text, error):
     p = parse_completion(text)
     assert (p.action, p.format_ok, p.error) == (CLICK_ACTION, False, error)
 
 
 def test_parse_tolerates_whitespace_and_inner_newlines():
-    text = "\n <think>\nplan\n</think>\n\n<tool_call>\n" + json.dumps(
-        {"name": "mobile_use", "arguments": CLICK}) + "\n</tool_call>\n"
+    text = (
+        "\n <think>\nplan\n</think>\n\n<tool_call>\n"
+        + json.dumps({"name": "mobile_use", "arguments": CLICK})
+        + "\n</tool_call>\n"
+    )
     assert parse_completion(text) == Parsed(CLICK_ACTION, "plan", True, None)
 
 
@@ -197,8 +248,11 @@ def test_require_think_false_makes_think_optional():
 
 
 def test_extra_keys_are_ignored():
-    text = "<think>x</think><tool_call>" + json.dumps({
-        "name": "mobile_use", "id": 7, "arguments": {**CLICK, "confidence": 0.9, "text": "?"}}) + "</tool_call>"
+    text = (
+        "<think>x</think><tool_call>"
+        + json.dumps({"name": "mobile_use", "id": 7, "arguments": {**CLICK, "confidence": 0.9, "text": "?"}})
+        + "</tool_call>"
+    )
     assert parse_completion(text) == Parsed(CLICK_ACTION, "x", True, None)
 
 
@@ -234,15 +288,20 @@ def test_code_in_any_field_is_never_run(tmp_path):
         "<think>x</think>" + call({"action": "click", "coordinate": [payload, payload]}),
         "<think>x</think>" + call(CLICK, name=payload),
         f"<think>x</think><tool_call>{payload}</tool_call>",
-        f"<think>x</think><tool_call>{{\"name\": \"mobile_use\", \"arguments\": {payload}}}</tool_call>",
+        f'<think>x</think><tool_call>{{"name": "mobile_use", "arguments": {payload}}}</tool_call>',
         payload,
     ]
     results = [parse_completion(t) for t in texts]
     assert not target.exists()
     assert results[0] == Parsed(Action("type", text=payload), payload, True, None)
     assert [r.error for r in results[1:]] == [
-        "unknown_action", "bad_argument:coordinate", "unknown_tool", "bad_json", "bad_json",
-        "no_tool_call"]
+        "unknown_action",
+        "bad_argument:coordinate",
+        "unknown_tool",
+        "bad_json",
+        "bad_json",
+        "no_tool_call",
+    ]
 
 
 def _check_invariants(p: Parsed):
@@ -265,12 +324,40 @@ def test_fuzz_any_text_never_raises(text):
 
 
 FRAGMENTS = [
-    "<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_call", "think>", " ", "\n", "x",
-    "Inquiry check: needed", '{"name": "mobile_use", "arguments": ', '{"name": "mobile_use"}',
-    '{"action": "click", "coordinate": [56, 90]}', '{"action": "click", "coordinate": ["1", 2]}',
-    '{"action": "call_user", "text": ""}', '{"action": "swipe", "coordinate": [1, 2]}',
-    '{"action": "wait", "time": NaN}', '{"action": "type", "text": "\\ud800"}', "}", "}}", "{", "[",
-    "]", '"', "\\", "NaN", "-Infinity", "1e999", "null", "true", ",", ":", "\u0000", "\ud800",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_call",
+    "think>",
+    " ",
+    "\n",
+    "x",
+    "Inquiry check: needed",
+    '{"name": "mobile_use", "arguments": ',
+    '{"name": "mobile_use"}',
+    '{"action": "click", "coordinate": [56, 90]}',
+    '{"action": "click", "coordinate": ["1", 2]}',
+    '{"action": "call_user", "text": ""}',
+    '{"action": "swipe", "coordinate": [1, 2]}',
+    '{"action": "wait", "time": NaN}',
+    '{"action": "type", "text": "\\ud800"}',
+    "}",
+    "}}",
+    "{",
+    "[",
+    "]",
+    '"',
+    "\\",
+    "NaN",
+    "-Infinity",
+    "1e999",
+    "null",
+    "true",
+    ",",
+    ":",
+    "\u0000",
+    "\ud800",
 ]
 
 
@@ -284,13 +371,19 @@ def test_fuzz_near_miss_strings_never_raise(text):
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=8)
+    max_leaves=8,
+)
 
 
 @FUZZ
-@given(st.sampled_from(list(ACTION_TYPES) + ["", "tap"]),
-       st.dictionaries(st.sampled_from(["coordinate", "coordinate2", "text", "time", "button",
-                                        "status", "extra"]), JSON_VALUES, max_size=5))
+@given(
+    st.sampled_from(list(ACTION_TYPES) + ["", "tap"]),
+    st.dictionaries(
+        st.sampled_from(["coordinate", "coordinate2", "text", "time", "button", "status", "extra"]),
+        JSON_VALUES,
+        max_size=5,
+    ),
+)
 def test_fuzz_from_arguments_raises_only_action_error(kind, args):
     try:
         a = Action.from_arguments({"action": kind, **args})
@@ -303,16 +396,20 @@ def test_fuzz_from_arguments_raises_only_action_error(kind, args):
 
 # ---------------------------------------------------------------- inquiry_check
 
-@pytest.mark.parametrize("think,expected", [
-    ("... Inquiry check: needed, because two Annas.", True),
-    ("... inquiry check:not needed, because safe.", False),
-    ("INQUIRY CHECK:  Not  Needed", False),
-    ("Inquiry check: needed? no. Inquiry check: not needed, because safe.", False),
-    ("no check here", None),
-    ("", None),
-    (None, None),
-    (42, None),
-])
+
+@pytest.mark.parametrize(
+    "think,expected",
+    [
+        ("... Inquiry check: needed, because two Annas.", True),
+        ("... inquiry check:not needed, because safe.", False),
+        ("INQUIRY CHECK:  Not  Needed", False),
+        ("Inquiry check: needed? no. Inquiry check: not needed, because safe.", False),
+        ("no check here", None),
+        ("", None),
+        (None, None),
+        (42, None),
+    ],
+)
 def test_inquiry_check(think, expected):
     assert inquiry_check(think) is expected
 
@@ -325,19 +422,21 @@ PROFILE_PIXELS = dict(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 36)
 def test_smart_resize_signature_is_what_for_screen_calls():
     from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
 
-    assert list(inspect.signature(smart_resize).parameters) == [
-        "height", "width", "factor", "min_pixels", "max_pixels"]
+    assert list(inspect.signature(smart_resize).parameters) == ["height", "width", "factor", "min_pixels", "max_pixels"]
 
 
 def test_cpu_profile_frame_is_112_by_224():
     assert Frame.for_screen(360, 720, **PROFILE_PIXELS) == Frame(360, 720, 112, 224)
 
 
-@pytest.mark.parametrize("w,h,lo,hi", [
-    (360, 720, 28 * 28 * 64, 28 * 28 * 512),
-    (720, 1280, 28 * 28 * 4, 28 * 28 * 1280),
-    (1440, 3200, 3136, 1003520),
-])
+@pytest.mark.parametrize(
+    "w,h,lo,hi",
+    [
+        (360, 720, 28 * 28 * 64, 28 * 28 * 512),
+        (720, 1280, 28 * 28 * 4, 28 * 28 * 1280),
+        (1440, 3200, 3136, 1003520),
+    ],
+)
 def test_for_screen_agrees_with_smart_resize(w, h, lo, hi):
     from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
 
@@ -411,12 +510,14 @@ def test_action_conversion_touches_only_coordinates():
     swipe = Action("swipe", coordinate=(180, 600), coordinate2=(180, 100))
     assert f.action_to_model(swipe) == Action("swipe", coordinate=(56, 186), coordinate2=(56, 31))
     assert f.action_to_screen(f.action_to_model(swipe)) == Action(
-        "swipe", coordinate=(181, 599), coordinate2=(181, 101))
+        "swipe", coordinate=(181, 599), coordinate2=(181, 101)
+    )
     typed = Action("type", text="hi")
     assert f.action_to_model(typed) is typed
 
 
 # ---------------------------------------------------------------- action_match
+
 
 def test_action_match_points():
     gold = Action("click", coordinate=(50, 50))
@@ -439,10 +540,15 @@ def test_action_match_other_types():
     assert action_match(Action("swipe", coordinate=(5, 5), coordinate2=(5, 5)), up, None) == (True, False)
     assert action_match(Action("type", text=" Hello   WORLD"), Action("type", text="hello world"), None) == (True, True)
     assert action_match(Action("open", text="Wallet app"), Action("open", text="Wallet"), None) == (True, False)
-    assert action_match(Action("system_button", button="Home"), Action("system_button", button="Back"), None) == (True, False)
-    assert action_match(Action("terminate", status="success"), Action("terminate", status="success"), None) == (True, True)
+    assert action_match(Action("system_button", button="Home"), Action("system_button", button="Back"), None) == (
+        True,
+        False,
+    )
+    assert action_match(Action("terminate", status="success"), Action("terminate", status="success"), None) == (
+        True,
+        True,
+    )
     assert action_match(Action("wait", time=9), Action("wait", time=1), None) == (True, True)
     assert action_match(Action("call_user", text="?"), Action("call_user", text="Which?"), None) == (True, True)
     assert action_match(Action("call_user", text="  "), Action("call_user", text="Which?"), None) == (True, False)
     assert action_match(Action("wait"), Action("call_user", text="Which?"), None) == (False, False)
-

@@ -1,5 +1,6 @@
 """The committed benchmark results say what they measured (git sha, profile and its settings) and
 their deterministic fields still hold: recomputed here from the library, they must match."""
+
 from __future__ import annotations
 
 import json
@@ -36,26 +37,42 @@ def test_reward_throughput_recomputes():
     settings = result["manifest"]["settings"]
     profile = get_profile(result["manifest"]["profile"])
     # stale when the profile's penalties moved on since the file was written
-    assert (settings["missed_penalty"], settings["needless_penalty"]) == (profile.missed_penalty,
-                                                                          profile.needless_penalty)
+    assert (settings["missed_penalty"], settings["needless_penalty"]) == (
+        profile.missed_penalty,
+        profile.needless_penalty,
+    )
     means = bench.mean_rewards(result["n_completions"], result["seed"], profile.name)
     assert {k: v["mean_reward"] for k, v in result["rewards"].items() if "mean_reward" in v} == means
     assert bench.format_ok_fraction(result["n_completions"], result["seed"]) == result["format_ok_fraction"]
 
 
-@pytest.mark.parametrize("name, fields", [
-    ("grpo_step", {"prompts_per_step": "grpo_prompts_per_step", "num_generations": "num_generations",
-                   "max_completion_length": "max_completion_length", "beta": "beta",
-                   "top_entropy_quantile": "top_entropy_quantile", "num_iterations": "grpo_iterations",
-                   "lora": "lora", "load_in_4bit": "load_in_4bit", "model": "model"}),
-    ("sft_throughput", {"batch": "sft_batch", "lora": "lora", "load_in_4bit": "load_in_4bit", "model": "model"}),
-])
+@pytest.mark.parametrize(
+    "name, fields",
+    [
+        (
+            "grpo_step",
+            {
+                "prompts_per_step": "grpo_prompts_per_step",
+                "num_generations": "num_generations",
+                "max_completion_length": "max_completion_length",
+                "beta": "beta",
+                "top_entropy_quantile": "top_entropy_quantile",
+                "num_iterations": "grpo_iterations",
+                "lora": "lora",
+                "load_in_4bit": "load_in_4bit",
+                "model": "model",
+            },
+        ),
+        ("sft_throughput", {"batch": "sft_batch", "lora": "lora", "load_in_4bit": "load_in_4bit", "model": "model"}),
+    ],
+)
 def test_trainer_benchmarks_match_their_profile(name, fields):
     """The settings a trainer benchmark reports are its stamped profile's, and still the profile's today."""
     result = load(name)
     settings = result["manifest"]["settings"]
     profile = apply_overrides(get_profile(result["profile"]), result.get("overrides") or {}).replace(
-        torch_threads=result["torch_threads"])
+        torch_threads=result["torch_threads"]
+    )
     assert result["profile"] == result["manifest"]["profile"]
     for reported, field in fields.items():
         assert result[reported] == settings[field] == getattr(profile, field), (reported, field)
@@ -123,7 +140,9 @@ def test_a_trainer_benchmark_measures_the_profile_with_its_overrides():
     prof = bench_profile("cpu", ["reward_funcs=format,action,inquiry,consistency", "grpo_inquiry_share=0.5"], threads=1)
     assert tuple(prof.reward_funcs) == ("format", "action", "inquiry", "consistency")
     assert prof.grpo_inquiry_share == 0.5 and prof.torch_threads == 1
-    assert dict(prof.overrides) == {"reward_funcs": ("format", "action", "inquiry", "consistency"),
-                                    "grpo_inquiry_share": 0.5}
+    assert dict(prof.overrides) == {
+        "reward_funcs": ("format", "action", "inquiry", "consistency"),
+        "grpo_inquiry_share": 0.5,
+    }
     with pytest.raises(Exception, match="grpo_lrr"):
         bench_profile("cpu", ["grpo_lrr=1"])

@@ -1,5 +1,6 @@
 """The memory formula (`training/budget.py`) against the tiny model's measured peak on CPU, and the
 model shapes it reads."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # One full training step (forward, backward, AdamW) of the tiny cpu model on B x S random tokens,
 # in a fresh process: the peak resident memory it adds over the built model (Linux VmHWM, reset first).
-MEASURE = r'''
+MEASURE = r"""
 import json, sys, torch
 torch.set_num_threads(1)
 from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
@@ -44,7 +45,7 @@ opt.step()
 peak = kib("VmHWM:")
 print(json.dumps({"added": peak - base,
                   "text_params": sum(p.numel() for n, p in model.named_parameters() if "visual" not in n)}))
-'''
+"""
 
 
 def tiny_spec() -> ModelSpec:
@@ -60,12 +61,15 @@ def test_estimate_matches_the_tiny_models_measured_peak_on_cpu():
     moments, activations, logits), the estimate the same terms; 15% covers the allocator's rounding
     and the few small tensors (norm statistics, rotary tables) the formula leaves out."""
     B, S = 8, 512
-    proc = subprocess.run([sys.executable, "-c", MEASURE, str(B), str(S)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(B), str(S)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     measured = json.loads(proc.stdout.strip().splitlines()[-1])
     spec = tiny_spec()
-    est = estimate_memory(spec, "full", B, S, gradient_checkpointing=False, act_bytes=4, gpu=False, attention_scores=True)
+    est = estimate_memory(
+        spec, "full", B, S, gradient_checkpointing=False, act_bytes=4, gpu=False, attention_scores=True
+    )
     added = est["total"] - est["weights"]
     # the language model's shape gives its parameter count (the formula leaves out only the norms)
     assert abs(spec.params - measured["text_params"]) / measured["text_params"] < 0.01
@@ -93,8 +97,11 @@ def test_gradient_checkpointing_and_4bit_shrink_the_estimate():
 def test_table_covers_models_methods_stages_and_gpus():
     rows = memory_table()
     assert {(r["model"], r["method"], r["stage"]) for r in rows} == {
-        (m, meth, st) for m in ("Qwen2.5-VL-3B", "Qwen2.5-VL-7B") for meth in ("QLoRA 4-bit", "LoRA bf16")
-        for st in ("SFT", "GRPO", "task GRPO")}
+        (m, meth, st)
+        for m in ("Qwen2.5-VL-3B", "Qwen2.5-VL-7B")
+        for meth in ("QLoRA 4-bit", "LoRA bf16")
+        for st in ("SFT", "GRPO", "task GRPO")
+    }
     for r in rows:
         assert r["fits_80"] and r["s_per_step_24"] > r["s_per_step_40"] > r["s_per_step_80"] > 0
     table = markdown_table(rows)

@@ -1,4 +1,5 @@
 """The `inquire` command: build is deterministic, validate names the bad line and field."""
+
 from __future__ import annotations
 
 import json
@@ -45,11 +46,18 @@ def test_build_twice_prints_the_same_fingerprint(tmp_path, capsys):
 
 def test_build_train_values(tmp_path, capsys):
     """--train-values procedural changes the training split only; the default is "fixed"."""
-    assert cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(tmp_path / "F"), "--train-values", "fixed"]) == 0
+    assert (
+        cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(tmp_path / "F"), "--train-values", "fixed"])
+        == 0
+    )
     fixed = _fingerprint_line(capsys.readouterr().out)
     assert fixed == "fingerprint: c312df88948221a3"  # build_dataset(7, 60) before train_values existed
-    assert cli.main(["build", "--seed", "7", "--tasks", "60", "--out", str(tmp_path / "P"), "--train-values",
-                     "procedural"]) == 0
+    assert (
+        cli.main(
+            ["build", "--seed", "7", "--tasks", "60", "--out", str(tmp_path / "P"), "--train-values", "procedural"]
+        )
+        == 0
+    )
     assert _fingerprint_line(capsys.readouterr().out) != fixed
     a, b = datasets.load_from_disk(str(tmp_path / "F")), datasets.load_from_disk(str(tmp_path / "P"))
     assert fingerprint(datasets.DatasetDict(test=a["test"])) == fingerprint(datasets.DatasetDict(test=b["test"]))
@@ -89,8 +97,7 @@ def _broken_copy(tmp_path: Path, line_no: int, key: str, value) -> Path:
     return path
 
 
-@pytest.mark.parametrize("line_no,key,value", [(4, "need_login", "yes"), (7, "category", "danger"),
-                                               (10, "apps", [])])
+@pytest.mark.parametrize("line_no,key,value", [(4, "need_login", "yes"), (7, "category", "danger"), (10, "apps", [])])
 def test_validate_broken_row_names_line_and_field(tmp_path, capsys, line_no, key, value):
     path = _broken_copy(tmp_path, line_no, key, value)
     code = cli.main(["validate", str(path)])
@@ -145,8 +152,10 @@ def test_profile_explain_prints_help_value_source_and_affects(capsys):
 
     rows = explain(apply_overrides("cpu", {"grpo_lr": 1e-4, "sft_tasks": 7}))
     n = {s: sum(r["source"] == s for r in rows) for s in ("default", "profile")}
-    assert header == (f"profile cpu: {len(rows)} fields, {n['default']} default, {n['profile']} from the profile, "
-                      "3 overridden (--set)")  # the two --set fields and `overrides`, which records them
+    assert header == (
+        f"profile cpu: {len(rows)} fields, {n['default']} default, {n['profile']} from the profile, "
+        "3 overridden (--set)"
+    )  # the two --set fields and `overrides`, which records them
     assert len(fields) == len(rows) >= 113 and n["profile"] >= 30
     assert fields["grpo_lr"] == ("0.0001", "override", "grpo, task_grpo", "the learning rate of stages 2 and 3")
     assert fields["sft_tasks"][:3] == ("7", "override", "data, sft, dagger")
@@ -188,8 +197,9 @@ def test_base_agent_command(tmp_path, capsys, monkeypatch):
 
     assert cli.main(["base-agent", "--profile", "smoke"]) == 0
     assert capsys.readouterr().out.startswith("base agent: ")
-    assert cli.main(["base-agent", "--profile", "smoke", "--set", "train_values=procedural", "--rebuild",
-                     "--export"]) == 0
+    assert (
+        cli.main(["base-agent", "--profile", "smoke", "--set", "train_values=procedural", "--rebuild", "--export"]) == 0
+    )
     out = capsys.readouterr().out
     assert calls == [("smoke", "fixed", None), ("smoke", "procedural", True)]
     name = sft.base_agent_dir(apply_overrides("smoke", {"train_values": "procedural"})).name
@@ -199,16 +209,19 @@ def test_base_agent_command(tmp_path, capsys, monkeypatch):
     assert "seconds" not in manifest  # the fake agent has no trainer record
     # what the trainer recorded (threads, seconds) and the curriculum settings go into the manifest
     (tmp_path / "cache" / name / "inquire_train.json").write_text(json.dumps({"seconds": 12.5, "torch_threads": 3}))
-    assert cli.main(["base-agent", "--profile", "smoke", "--set", "train_values=procedural", "--rebuild",
-                     "--export"]) == 0
+    assert (
+        cli.main(["base-agent", "--profile", "smoke", "--set", "train_values=procedural", "--rebuild", "--export"]) == 0
+    )
     manifest = json.loads((tmp_path / "assets" / name / "manifest.json").read_text())
     assert (manifest["seconds"], manifest["torch_threads"]) == (12.5, 3)
 
     for argv, pattern in [
         (["base-agent", "--profile", "nope"], r"^inquire base-agent: unknown profile 'nope'; choose one of "),
         (["base-agent", "--profile", "gpu"], r"^inquire base-agent: profile gpu starts from .* it has no stage 0$"),
-        (["base-agent", "--profile", "smoke", "--set", "train_values=x"],
-         r"^inquire base-agent: profile field 'train_values' takes one of fixed, procedural, got 'x'$"),
+        (
+            ["base-agent", "--profile", "smoke", "--set", "train_values=x"],
+            r"^inquire base-agent: profile field 'train_values' takes one of fixed, procedural, got 'x'$",
+        ),
     ]:
         assert cli.main(argv) == 2
         err = capsys.readouterr().err

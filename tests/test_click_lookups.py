@@ -1,4 +1,5 @@
 """The click diagnosis reads which part of a wrong click failed from the reasoning's target."""
+
 import json
 
 from inquire_lib.data.benchmark import task_at, task_records
@@ -23,8 +24,11 @@ def test_each_failure_is_named_by_the_part_that_went_wrong():
         other = next(e for e in r["a11y"] if e["id"] != el["id"])
         gold.append((r, el, other))
     preds = [_pred(r, r["gold_think"], "correct") for r, _, _ in gold]  # the expert's own reasoning
-    assert click_lookups(preds, recs) == {"steps": len(clicks), "right": len(clicks),
-                                          **{k: 0 for k in CLICK_KINDS if k != "right"}}
+    assert click_lookups(preds, recs) == {
+        "steps": len(clicks),
+        "right": len(clicks),
+        **{k: 0 for k in CLICK_KINDS if k != "right"},
+    }
     (r0, e0, o0), (r1, e1, o1), (r2, e2, o2), (r3, e3, o3) = gold[:4]
     preds = [
         _pred(r0, "Next: something. Inquiry check: not needed.", "wrong_argument"),
@@ -34,8 +38,14 @@ def test_each_failure_is_named_by_the_part_that_went_wrong():
         {**_pred(r3, r3["gold_think"], "correct"), "id": "not-a-record"},  # no record: not counted
     ]
     out = click_lookups(preds, recs)
-    assert out == {"steps": 4, "right": 0, "unreadable": 1, "named_wrong": 1, "looked_up_wrong": 1,
-                   "acted_off_think": 1}
+    assert out == {
+        "steps": 4,
+        "right": 0,
+        "unreadable": 1,
+        "named_wrong": 1,
+        "looked_up_wrong": 1,
+        "acted_off_think": 1,
+    }
 
 
 def test_only_click_steps_count():

@@ -1,5 +1,6 @@
 """A notebook's closing summary (`viz.closing`): numbers with intervals read from the run's own files, and
 sentences that follow those numbers (apart, not resolved, all zero) rather than prose written ahead."""
+
 from __future__ import annotations
 
 import json
@@ -10,15 +11,33 @@ import pytest
 from inquire_lib.evaluation.metrics import wilson
 from inquire_lib.viz import closing
 
-SETTINGS = {"name": "quick", "model": "tiny:cpu", "eval_tasks": 40, "seed": 0, "sft_steps": 40, "grpo_steps": 20,
-            "grpo_seeds": 1, "dagger_rounds": 1, "dagger_steps": 10, "task_grpo_steps": 2, "task_num_generations": 4,
-            "ablation_sft_steps": 5, "ablation_grpo_steps": 2, "train_tasks": 2000, "test_tasks": 120,
-            "eval_inquiry_steps": 0}
+SETTINGS = {
+    "name": "quick",
+    "model": "tiny:cpu",
+    "eval_tasks": 40,
+    "seed": 0,
+    "sft_steps": 40,
+    "grpo_steps": 20,
+    "grpo_seeds": 1,
+    "dagger_rounds": 1,
+    "dagger_steps": 10,
+    "task_grpo_steps": 2,
+    "task_num_generations": 4,
+    "ablation_sft_steps": 5,
+    "ablation_grpo_steps": 2,
+    "train_tasks": 2000,
+    "test_tasks": 120,
+    "eval_inquiry_steps": 0,
+}
 
 
 def _overall(isr, needless=(0, 100), safe=(70, 100), acc=(70, 120)) -> dict:
-    return {"inquiry_recall": wilson(*isr), "needless_rate": wilson(*needless),
-            "safe_step_accuracy": wilson(*safe), "step_accuracy": wilson(*acc)}
+    return {
+        "inquiry_recall": wilson(*isr),
+        "needless_rate": wilson(*needless),
+        "safe_step_accuracy": wilson(*safe),
+        "step_accuracy": wilson(*acc),
+    }
 
 
 def _write(run: Path, notebook: str, body: dict, settings=SETTINGS) -> Path:
@@ -29,15 +48,22 @@ def _write(run: Path, notebook: str, body: dict, settings=SETTINGS) -> Path:
 
 
 def _task(run: Path, name: str, sr: tuple[int, int]) -> None:
-    (run / "metrics" / f"task_{name}.json").write_text(json.dumps(
-        {"checkpoint": name, "overall": {"success_rate": wilson(*sr), "isr": wilson(sr[0] // 2, sr[1] // 2)}}))
+    (run / "metrics" / f"task_{name}.json").write_text(
+        json.dumps(
+            {"checkpoint": name, "overall": {"success_rate": wilson(*sr), "isr": wilson(sr[0] // 2, sr[1] // 2)}}
+        )
+    )
 
 
 def test_sft_gain_with_intervals_apart_is_called_shown(tmp_path):
-    path = _write(tmp_path, "02_sft_qlora", {"overall": {"base_agent": _overall((0, 20)), "sft_weak": _overall((2, 20)),
-                                                         "sft_full": _overall((12, 20))},
-                                             "dagger": [{"checkpoint": "sft_full"}, {"checkpoint": "sft_dagger_r1"},
-                                                        {"checkpoint": "sft_more"}]})
+    path = _write(
+        tmp_path,
+        "02_sft_qlora",
+        {
+            "overall": {"base_agent": _overall((0, 20)), "sft_weak": _overall((2, 20)), "sft_full": _overall((12, 20))},
+            "dagger": [{"checkpoint": "sft_full"}, {"checkpoint": "sft_dagger_r1"}, {"checkpoint": "sft_more"}],
+        },
+    )
     for name, sr in (("sft_full", (5, 40)), ("sft_dagger_r1", (6, 40)), ("sft_more", (9, 40))):
         _task(tmp_path, name, sr)
     text = closing.summary(path)
@@ -46,17 +72,31 @@ def test_sft_gain_with_intervals_apart_is_called_shown(tmp_path):
     assert "Step ISR of sft_full lies above base_agent's with intervals apart (+60.0 points)" in text
     # DAgger against its control: 6/40 against 9/40 overlap, so no claim
     assert "sft_dagger_r1 (task level, online): task SR 0.15 (0.07-0.29) 6/40" in text
-    assert "sft_dagger_r1 against the equal-compute control sft_more is -7.5 points; their intervals (0.12-0.38 and " \
-           "0.07-0.29) overlap: not resolved at this size." in text
+    assert (
+        "sft_dagger_r1 against the equal-compute control sft_more is -7.5 points; their intervals (0.12-0.38 and "
+        "0.07-0.29) overlap: not resolved at this size." in text
+    )
 
 
 def test_overlapping_grpo_change_is_not_resolved_and_the_cpu_claim_is_named(tmp_path):
-    path = _write(tmp_path, "03_grpo_action_level", {"stages": {
-        "sft_weak": _overall((2, 20)), "grpo_weak": _overall((4, 20)),
-        "sft_full": _overall((12, 20)), "grpo_full": _overall((11, 20))}})
+    path = _write(
+        tmp_path,
+        "03_grpo_action_level",
+        {
+            "stages": {
+                "sft_weak": _overall((2, 20)),
+                "grpo_weak": _overall((4, 20)),
+                "sft_full": _overall((12, 20)),
+                "grpo_full": _overall((11, 20)),
+            }
+        },
+    )
     text = closing.summary(path)
     assert "grpo_weak: step ISR 0.20 (0.08-0.42) 4/20" in text
-    assert "Step ISR: grpo_weak against sft_weak is +10.0 points; their intervals (0.03-0.30 and 0.08-0.42) overlap" in text
+    assert (
+        "Step ISR: grpo_weak against sft_weak is +10.0 points; their intervals (0.03-0.30 and 0.08-0.42) overlap"
+        in text
+    )
     assert "never asks" not in text
     assert "GRPO ran 20 steps with 1 training seed(s) and its step ISR stands on 20 inquiry steps" in text
     assert "cpu profile's 300 steps, 3 seeds and 200 inquiry steps" in text
@@ -65,8 +105,12 @@ def test_overlapping_grpo_change_is_not_resolved_and_the_cpu_claim_is_named(tmp_
 def test_smoke_all_zero_says_why(tmp_path):
     smoke = {**SETTINGS, "name": "smoke", "sft_steps": 6, "grpo_steps": 2}
     zero = _overall((0, 6), acc=(0, 30))
-    path = _write(tmp_path, "03_grpo_action_level", {"stages": {n: zero for n in ("sft_weak", "grpo_weak", "sft_full", "grpo_full")}},
-                  settings=smoke)
+    path = _write(
+        tmp_path,
+        "03_grpo_action_level",
+        {"stages": {n: zero for n in ("sft_weak", "grpo_weak", "sft_full", "grpo_full")}},
+        settings=smoke,
+    )
     text = closing.summary(path)
     assert "about 0 because the smoke profile trains a ~0.4M-parameter model for a few steps (6 SFT, 2 GRPO)" in text
     assert "check the plumbing" in text
@@ -76,20 +120,48 @@ def test_a_start_that_never_asks_is_named():
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = _write(Path(tmp), "03_grpo_action_level", {"stages": {
-            "sft_weak": _overall((0, 40)), "grpo_weak": _overall((0, 40)),
-            "sft_full": _overall((7, 40)), "grpo_full": _overall((6, 40))}})
+        path = _write(
+            Path(tmp),
+            "03_grpo_action_level",
+            {
+                "stages": {
+                    "sft_weak": _overall((0, 40)),
+                    "grpo_weak": _overall((0, 40)),
+                    "sft_full": _overall((7, 40)),
+                    "grpo_full": _overall((6, 40)),
+                }
+            },
+        )
         text = closing.summary(path)
     assert "sft_weak never asks on the test split, so its groups seldom sample an ask for GRPO to reinforce" in text
 
 
 def test_ablation_effects_listed_with_intervals_and_seed_caveat(tmp_path):
-    effects = [{"variant": "sft_no_a11y", "reference": "sft_baseline", "level": "step", "rate": "safe_step_accuracy",
-                "effect": -0.304, "lo": -0.338, "hi": -0.271, "excludes_zero": True},
-               {"variant": "sft_lora", "reference": "sft_baseline", "level": "task", "rate": "success_rate",
-                "effect": -0.021, "lo": -0.079, "hi": 0.035, "excludes_zero": False}]
-    path = _write(tmp_path, "07_ablations", {"seeds": [0], "points": [{}, {}, {}], "counts": {"ok": 3},
-                                             "effects": effects})
+    effects = [
+        {
+            "variant": "sft_no_a11y",
+            "reference": "sft_baseline",
+            "level": "step",
+            "rate": "safe_step_accuracy",
+            "effect": -0.304,
+            "lo": -0.338,
+            "hi": -0.271,
+            "excludes_zero": True,
+        },
+        {
+            "variant": "sft_lora",
+            "reference": "sft_baseline",
+            "level": "task",
+            "rate": "success_rate",
+            "effect": -0.021,
+            "lo": -0.079,
+            "hi": 0.035,
+            "excludes_zero": False,
+        },
+    ]
+    path = _write(
+        tmp_path, "07_ablations", {"seeds": [0], "points": [{}, {}, {}], "counts": {"ok": 3}, "effects": effects}
+    )
     text = closing.summary(path)
     assert "1 of 2 effects exclude 0" in text
     assert "sft_no_a11y against sft_baseline, step safe-step acc: -30.4 points (-33.8 to -27.1) *" in text
@@ -98,14 +170,23 @@ def test_ablation_effects_listed_with_intervals_and_seed_caveat(tmp_path):
 
 
 def test_report_counts_are_explained_by_probes(tmp_path):
-    preds = [{"inquiry_required": True, "outcome": "correct", "probe": True},
-             {"inquiry_required": True, "outcome": "missed_inquiry"},
-             {"inquiry_required": False, "outcome": "correct"}]
+    preds = [
+        {"inquiry_required": True, "outcome": "correct", "probe": True},
+        {"inquiry_required": True, "outcome": "missed_inquiry"},
+        {"inquiry_required": False, "outcome": "correct"},
+    ]
     folder = tmp_path / "eval" / "sft_full"
     folder.mkdir(parents=True)
     (folder / "step_predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
-    path = _write(tmp_path, "06_inspect_trajectories", {"pair": ["sft_full", None], "n_steps": {"sft_full": 3},
-                                                        "outcomes": {"sft_full": {"correct": 2, "missed_inquiry": 1}}})
+    path = _write(
+        tmp_path,
+        "06_inspect_trajectories",
+        {
+            "pair": ["sft_full", None],
+            "n_steps": {"sft_full": 3},
+            "outcomes": {"sft_full": {"correct": 2, "missed_inquiry": 1}},
+        },
+    )
     text = closing.summary(path)
     assert "sft_full: 3 step predictions = 2 test steps + 1 inquiry probes" in text
     assert "asked where due (step ISR) 0.50 (0.09-0.91) 1/2" in text

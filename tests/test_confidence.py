@@ -1,5 +1,6 @@
 """The confidence-threshold asker: its curve on known scores (no signal: the diagonal; the right
 signal: the corner), the threshold chosen on validation, and the greedy pass on the smoke model."""
+
 import math
 
 import numpy as np
@@ -48,9 +49,13 @@ def test_a_step_that_asks_all_the_same_asks_at_every_threshold():
 
 
 def test_the_threshold_is_chosen_like_the_bias():
-    points = [{"threshold": -9.0, "isr": 0.0, "needless": 0.0}, {"threshold": -2.0, "isr": 0.5, "needless": 0.05},
-              {"threshold": -1.5, "isr": 0.5, "needless": 0.02}, {"threshold": -1.0, "isr": 0.8, "needless": 0.15},
-              {"threshold": 0.0, "isr": 1.0, "needless": 1.0}]
+    points = [
+        {"threshold": -9.0, "isr": 0.0, "needless": 0.0},
+        {"threshold": -2.0, "isr": 0.5, "needless": 0.05},
+        {"threshold": -1.5, "isr": 0.5, "needless": 0.02},
+        {"threshold": -1.0, "isr": 0.8, "needless": 0.15},
+        {"threshold": 0.0, "isr": 1.0, "needless": 1.0},
+    ]
     best = choose_point(points, max_needless=0.1)
     assert best == {"threshold": -1.5, "isr": 0.5, "needless": 0.02, "met": True}  # ties to the lower needless
     assert choose_point(points, max_needless=0.2)["threshold"] == -1.0
@@ -66,7 +71,9 @@ def test_the_asker_asks_below_the_threshold_and_acts_above():
     from inquire_lib.profiles import get_profile
 
     prof = get_profile("smoke")
-    acting = ['<think>t</think>\n<tool_call>{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [1, 2]}}</tool_call>'] * 3
+    acting = [
+        '<think>t</think>\n<tool_call>{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [1, 2]}}</tool_call>'
+    ] * 3
     out = asker_outputs(acting, [-2.0, -0.5, -math.inf], threshold=-1.0, profile=prof)
     assert out[1] == acting[1]
     asked = [parse_completion(o, require_think=prof.use_think).action for o in (out[0], out[2])]
@@ -117,17 +124,24 @@ def test_the_figure_puts_both_families_and_the_corners_on_one_axes():
 
     labels = [True, True, False, False, False]
     margins = [2.0, -1.0, 0.5, -2.0, -3.0]
-    learned = {"points": curve_points(margins, labels), "auc": bootstrap_auc(margins, labels, n_boot=100),
-               "at_zero": {"isr": 0.5, "needless": 1 / 3}}
+    learned = {
+        "points": curve_points(margins, labels),
+        "auc": bootstrap_auc(margins, labels, n_boot=100),
+        "at_zero": {"isr": 0.5, "needless": 1 / 3},
+    }
     confidence = confidence_curve([-3.0, -2.0, -0.5, -0.2, -1.0], labels, n_boot=100)
     fig = asking_compared("sft_weak", learned, confidence)
     names = [t.name for t in fig.data]
     a, c = learned["auc"], confidence["auc"]
     assert (a["value"], c["value"]) == (pytest.approx(5 / 6), 1.0)
-    assert names == ["input-blind (AUC 0.5)",
-                     f"learned asking (bias): AUC 0.83 ({a['lo']:.2f}-{a['hi']:.2f})",
-                     "confidence threshold: AUC 1.00 (1.00-1.00)",
-                     "learned asking: greedy (bias 0)", "never ask", "always ask"]
+    assert names == [
+        "input-blind (AUC 0.5)",
+        f"learned asking (bias): AUC 0.83 ({a['lo']:.2f}-{a['hi']:.2f})",
+        "confidence threshold: AUC 1.00 (1.00-1.00)",
+        "learned asking: greedy (bias 0)",
+        "never ask",
+        "always ask",
+    ]
     learned_trace, confidence_trace = fig.data[1], fig.data[2]
     assert (learned_trace.x[0], learned_trace.y[0], learned_trace.x[-1], learned_trace.y[-1]) == (0, 0, 1, 1)
     # the least sure steps are the inquiry ones: ISR climbs to 1 before any safe step asks
@@ -143,6 +157,7 @@ def tokenizer(tmp_path_factory):
     from transformers import AutoTokenizer
 
     from inquire_lib.training.models import build_tiny_model
+
     return AutoTokenizer.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny"), "smoke"))
 
 
@@ -184,12 +199,15 @@ def test_the_acting_pass_cannot_choose_call_user_at_the_fork(tokenizer):
 
     from inquire_lib.evaluation.confidence import NO_ASK
     from inquire_lib.evaluation.fork import ask_bias_processor, find_fork
+
     fork = find_fork(tokenizer, use_think=False)
     prompt = tokenizer.encode("Task: delete it", add_special_tokens=False)
-    at_action = tokenizer.encode('<tool_call>{"name": "mobile_use", "arguments": {"action": "', add_special_tokens=False)
+    at_action = tokenizer.encode(
+        '<tool_call>{"name": "mobile_use", "arguments": {"action": "', add_special_tokens=False
+    )
     ids = torch.tensor([prompt + at_action])
     proc = ask_bias_processor(tokenizer, NO_ASK)()
-    proc(ids[:, :len(prompt)], torch.zeros(1, len(tokenizer)))
+    proc(ids[:, : len(prompt)], torch.zeros(1, len(tokenizer)))
     scores = torch.zeros(1, len(tokenizer))
     scores[0, fork.ask_token], scores[0, fork.act_token] = 9.0, 1.0
     out = proc(ids, scores.clone())

@@ -1,6 +1,7 @@
 """One builder per trainer config: what the profile says reaches TRL under TRL's names, the record
 beside a checkpoint is the config's own dict, reward weights go by name, and every branch of the
 check that reuses a finished GRPO run."""
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,12 @@ REWARD_PARAMS = {"inquiry": {"missed_penalty": 0.5, "needless_penalty": 0.5}}
 def test_sft_config_from_the_profile(tmp_path):
     c = configs.sft_config(SMOKE, tmp_path)
     assert (c.max_steps, c.per_device_train_batch_size, c.learning_rate, c.warmup_steps, c.save_steps) == (
-        SMOKE.sft_steps, SMOKE.sft_batch, SMOKE.sft_lr, SMOKE.sft_warmup_steps, SMOKE.sft_save_steps)
+        SMOKE.sft_steps,
+        SMOKE.sft_batch,
+        SMOKE.sft_lr,
+        SMOKE.sft_warmup_steps,
+        SMOKE.sft_save_steps,
+    )
     assert c.completion_only_loss is True and c.lr_scheduler_type == "cosine" and c.seed == SMOKE.seed
     base = configs.sft_config(SMOKE, tmp_path, steps=7, lr=0.5, warmup=2)  # the base agent's own budget
     assert (base.max_steps, base.learning_rate, base.warmup_steps) == (7, 0.5, 2)
@@ -33,10 +39,18 @@ def test_grpo_config_from_the_profile(tmp_path):
     p = get_profile("cpu")
     c = configs.grpo_config(p, tmp_path, REWARDS)
     assert (c.max_steps, c.learning_rate, c.beta, c.temperature, c.top_entropy_quantile) == (
-        p.grpo_steps, p.grpo_lr, p.beta, p.temperature, p.top_entropy_quantile)
+        p.grpo_steps,
+        p.grpo_lr,
+        p.beta,
+        p.temperature,
+        p.top_entropy_quantile,
+    )
     assert c.per_device_train_batch_size == p.grpo_prompts_per_step * p.num_generations
     assert (c.num_generations, c.num_iterations, c.max_completion_length) == (
-        p.num_generations, p.grpo_iterations, p.max_completion_length)
+        p.num_generations,
+        p.grpo_iterations,
+        p.max_completion_length,
+    )
     assert (c.save_steps, c.save_total_limit) == (p.grpo_save_steps, None)
     assert configs.grpo_config(p.replace(grpo_save_steps=0), tmp_path, REWARDS, steps=9).save_steps == 3
     assert (c.loss_type, c.scale_rewards) == ("dapo", "group")  # TRL's defaults, as the shipped runs used
@@ -49,7 +63,11 @@ def test_grpo_config_from_the_profile(tmp_path):
 def test_task_grpo_config_from_the_profile(tmp_path):
     c = configs.task_grpo_config(SMOKE, tmp_path, max_completion_length=777)
     assert (c.max_steps, c.num_generations, c.max_tool_calling_iterations, c.max_completion_length) == (
-        SMOKE.task_grpo_steps, SMOKE.task_num_generations, SMOKE.max_episode_steps, 777)
+        SMOKE.task_grpo_steps,
+        SMOKE.task_num_generations,
+        SMOKE.max_episode_steps,
+        777,
+    )
     assert c.per_device_train_batch_size == SMOKE.grpo_prompts_per_step * SMOKE.task_num_generations
     assert c.generation_kwargs == {"max_new_tokens": SMOKE.max_completion_length}
 
@@ -63,8 +81,10 @@ def test_reward_weights_go_by_name(tmp_path):
         configs.reward_weights(SMOKE, ["format", "novel"])
     # without names, the profile's `reward_funcs` decide which rewards GRPO sums
     assert configs.grpo_config(SMOKE, tmp_path).reward_weights == [1.0, 1.0, 1.0]
-    with_consistency = SMOKE.replace(reward_funcs=("format", "action", "inquiry", "consistency"),
-                                     reward_weights={"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 0.5})
+    with_consistency = SMOKE.replace(
+        reward_funcs=("format", "action", "inquiry", "consistency"),
+        reward_weights={"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 0.5},
+    )
     assert configs.grpo_config(with_consistency, tmp_path).reward_weights == [1.0, 1.0, 1.0, 0.5]
 
 
@@ -89,34 +109,49 @@ def test_the_record_is_the_configs_own_dict(tmp_path, monkeypatch):
 
 
 def _finished(out: Path, **changes) -> dict:
-    rec = {"stage": "grpo", "start": "/ckpt/sft_weak", "start_digest": "d0", "adapter": True, "rewards": REWARDS,
-           "n_examples": 8, "prompts_digest": "p0", "reward_params": REWARD_PARAMS,
-           "config": {"max_steps": 2, "learning_rate": 1e-4}, "seconds": 3.5,
-           "log_history": [{"step": 1, "reward": 0.25}], "samples": [{"completion": "x"}], **changes}
+    rec = {
+        "stage": "grpo",
+        "start": "/ckpt/sft_weak",
+        "start_digest": "d0",
+        "adapter": True,
+        "rewards": REWARDS,
+        "n_examples": 8,
+        "prompts_digest": "p0",
+        "reward_params": REWARD_PARAMS,
+        "config": {"max_steps": 2, "learning_rate": 1e-4},
+        "seconds": 3.5,
+        "log_history": [{"step": 1, "reward": 0.25}],
+        "samples": [{"completion": "x"}],
+        **changes,
+    }
     (out / "final").mkdir(parents=True, exist_ok=True)
     (out / "final" / "inquire_train.json").write_text(json.dumps({k: v for k, v in rec.items() if v is not None}))
     write_marker(out / "final")
     return rec
 
 
-@pytest.mark.parametrize("changes, reused", [
-    ({}, True),
-    ({"start": "/ckpt/sft_full"}, False),                                # another start
-    ({"start_digest": "d1"}, False),                                     # the start retrained at its path
-    ({"start_digest": None}, False),                                     # recorded before start digests
-    ({"rewards": ["format", "action"]}, False),                          # other rewards
-    ({"n_examples": 9}, False),                                          # another prompt set
-    ({"prompts_digest": "p1"}, False),                                   # another mix of as many prompts
-    ({"prompts_digest": None}, False),                                   # recorded before prompt digests
-    ({"reward_params": {"inquiry": {"missed_penalty": 2.0, "needless_penalty": 0.5}}}, False),  # another penalty
-    ({"config": {"max_steps": 2, "learning_rate": 5e-5}}, False),        # another setting
-    ({"config": {"max_steps": 2}}, False),                               # a record of fewer settings
-    ({"log_history": None}, False),                                      # finished before logs were kept
-])
+@pytest.mark.parametrize(
+    "changes, reused",
+    [
+        ({}, True),
+        ({"start": "/ckpt/sft_full"}, False),  # another start
+        ({"start_digest": "d1"}, False),  # the start retrained at its path
+        ({"start_digest": None}, False),  # recorded before start digests
+        ({"rewards": ["format", "action"]}, False),  # other rewards
+        ({"n_examples": 9}, False),  # another prompt set
+        ({"prompts_digest": "p1"}, False),  # another mix of as many prompts
+        ({"prompts_digest": None}, False),  # recorded before prompt digests
+        ({"reward_params": {"inquiry": {"missed_penalty": 2.0, "needless_penalty": 0.5}}}, False),  # another penalty
+        ({"config": {"max_steps": 2, "learning_rate": 5e-5}}, False),  # another setting
+        ({"config": {"max_steps": 2}}, False),  # a record of fewer settings
+        ({"log_history": None}, False),  # finished before logs were kept
+    ],
+)
 def test_finished_run_reuse_branches(tmp_path, changes, reused):
     rec = _finished(tmp_path, **changes)
-    got = finished_run(tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8,
-                       "p0", REWARD_PARAMS)
+    got = finished_run(
+        tmp_path, "/ckpt/sft_weak", "d0", REWARDS, {"max_steps": 2, "learning_rate": 1e-4}, 8, "p0", REWARD_PARAMS
+    )
     if not reused:
         assert got is None
         return
@@ -150,8 +185,11 @@ def test_grpo_prompt_mix_follows_the_shares(followup, counts):
     train = benchmark(profile)["train"]
     history = dict(zip(train["id"], train["history"]))
     required = sum(records["inquiry_required"])
-    after = sum(1 for rid, req in zip(records["id"], records["inquiry_required"])
-                if not req and history[rid] and history[rid][-1].startswith("asked:"))
+    after = sum(
+        1
+        for rid, req in zip(records["id"], records["inquiry_required"])
+        if not req and history[rid] and history[rid][-1].startswith("asked:")
+    )
     assert (required, after, len(records) - required - after) == counts
     assert prompts_digest(records) == prompts_digest(grpo_records(profile, n=40))  # deterministic
     if followup is not None:
@@ -165,8 +203,9 @@ def test_grpo_prompt_mix_takes_its_detour_share_off_the_path():
     from inquire_lib.data.benchmark import benchmark, grpo_detours
     from inquire_lib.training.grpo import grpo_records, prompts_digest
 
-    profile = get_profile("smoke").replace(grpo_inquiry_share=0.5, grpo_followup_share=0.25,
-                                           grpo_detour_share=0.25, grpo_detour_tasks=30)
+    profile = get_profile("smoke").replace(
+        grpo_inquiry_share=0.5, grpo_followup_share=0.25, grpo_detour_share=0.25, grpo_detour_tasks=30
+    )
     records = grpo_records(profile, n=40)
     train_ids = set(benchmark(profile)["train"]["id"])
     detours = grpo_detours(profile)

@@ -1,4 +1,5 @@
 """A run that succeeds prints no error-looking line: noise is silenced at its source, and only that noise."""
+
 from __future__ import annotations
 
 import logging
@@ -9,8 +10,11 @@ import inquire_lib
 def test_the_optional_kernel_notice_of_bitsandbytes_is_dropped_and_nothing_else(caplog):
     log = logging.getLogger("bitsandbytes.backends.cpu.ops")
     with caplog.at_level(logging.WARNING, logger=log.name):
-        log.warning("Failed to load CPU gemm_4bit_forward from kernels-community: %s. Please make sure you already "
-                    "`pip install kernels` and the kernels >= 0.11.1", "No module named 'kernels'")
+        log.warning(
+            "Failed to load CPU gemm_4bit_forward from kernels-community: %s. Please make sure you already "
+            "`pip install kernels` and the kernels >= 0.11.1",
+            "No module named 'kernels'",
+        )
         log.warning("another warning of the same module")
     assert [r.getMessage() for r in caplog.records] == ["another warning of the same module"]
     assert inquire_lib.OPTIONAL_KERNEL_NOTICE == "Failed to load CPU gemm_4bit_forward"
@@ -25,9 +29,11 @@ def test_a_finished_kernel_is_shut_down_without_sigint(tmp_path):
     from inquire_lib.runs.notebooks import _ipc_kernel_manager
 
     marker = tmp_path / "interrupted"
-    code = ("import asyncio, signal\n"
-            f"handler = lambda *a: open({str(marker)!r}, 'w').write('SIGINT')\n"
-            "asyncio.get_event_loop().call_later(0.2, lambda: signal.signal(signal.SIGINT, handler))\n")
+    code = (
+        "import asyncio, signal\n"
+        f"handler = lambda *a: open({str(marker)!r}, 'w').write('SIGINT')\n"
+        "asyncio.get_event_loop().call_later(0.2, lambda: signal.signal(signal.SIGINT, handler))\n"
+    )
 
     async def run() -> None:
         km = _ipc_kernel_manager()(kernel_name="python3")

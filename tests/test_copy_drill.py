@@ -1,5 +1,6 @@
 """Stage 0's copy drill: only steps whose answer is copied from the instruction, from tasks after the
 training split's, and nothing changes when the profile asks for none."""
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,7 @@ def test_stage0_data_is_unchanged_without_a_drill_and_grows_with_one():
     plain = stage0_records(smoke)
     assert list(plain["id"]) == list(training_records(benchmark(smoke)["train"], smoke, 0.0, 1)["id"])
     drilled = stage0_records(smoke.replace(copy_drill_tasks=10))
-    assert len(drilled) > len(plain) and list(drilled["id"])[:len(plain)] == list(plain["id"])
+    assert len(drilled) > len(plain) and list(drilled["id"])[: len(plain)] == list(plain["id"])
     assert "copy_drill_tasks" in BASE_AGENT_FIELDS  # a drilled stage 0 is cached apart from the shipped one
 
 
@@ -55,8 +56,9 @@ def test_stage0_fresh_tasks_hold_every_action_step_of_tasks_no_other_stage_reads
     # every step of those tasks but the inquiries, in the expert's order
     env, expected = PhoneEnv(), []
     for i in sorted(indices):
-        expected += [r["id"] for r in task_records(task_at(0, "train", i, prof.train_values), env)
-                     if not r["inquiry_required"]]
+        expected += [
+            r["id"] for r in task_records(task_at(0, "train", i, prof.train_values), env) if not r["inquiry_required"]
+        ]
     assert list(fresh["id"]) == expected
     assert len(expected) > 12 * 3  # tasks are several steps long
     assert list(stage0_tasks(prof)["gold_action"]) == list(fresh["gold_action"])  # deterministic

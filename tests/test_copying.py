@@ -1,5 +1,6 @@
 """The copy probe scores exactly the value's tokens: an oracle that always predicts the next input
 token gets every one right, a model that repeats the current token gets the value wrong."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """DAgger: states visited by a policy, labelled by the expert, in the benchmark's schema."""
+
 import json
 from pathlib import Path
 
@@ -27,8 +28,9 @@ def test_the_experts_own_rollouts_are_the_benchmarks_records():
     assert not any(s["_off_path"] for s in states)
     states = sorted(states, key=lambda s: (s["task_id"], s["step"]))  # episodes advance turn by turn together
     gold = [r for i in (0, 1, 2) for r in task_records(task_at(SMOKE.seed, "train", i))]
-    assert [(s["task_id"], s["gold_action"], s["gold_think"], s["inquiry_required"]) for s in states] == \
-           [(r["task_id"], r["gold_action"], r["gold_think"], r["inquiry_required"]) for r in gold]
+    assert [(s["task_id"], s["gold_action"], s["gold_think"], s["inquiry_required"]) for s in states] == [
+        (r["task_id"], r["gold_action"], r["gold_think"], r["inquiry_required"]) for r in gold
+    ]
     assert [s["history"] for s in states] == [r["history"] for r in gold]
 
 
@@ -54,6 +56,7 @@ def test_a_wrong_app_is_named_in_the_experts_reason():
     env.reset(task)
     wrong = "Clock" if task.steps[0].action.text != "Clock" else "Maps"
     from inquire_lib.agent.actions import Action
+
     env.step(Action("open", text=wrong))
     think, action = expert_act(env)
     assert action == Action("system_button", button="Back")
@@ -77,8 +80,11 @@ def test_dagger_rounds_continue_the_policy_on_the_aggregate(private_folders):
     path, rounds = dagger(SMOKE, start, rounds=1, steps=2, tasks_per_round=3)
     assert path.endswith("sft_dagger/final") and len(rounds) == 1  # the last round, published as the stage's checkpoint
     assert rounds[0].path.endswith("sft_dagger/round1/final")
-    assert verify(path) is None and (Path(path) / "adapter_model.safetensors").read_bytes() == \
-        (Path(rounds[0].path) / "adapter_model.safetensors").read_bytes()
+    assert (
+        verify(path) is None
+        and (Path(path) / "adapter_model.safetensors").read_bytes()
+        == (Path(rounds[0].path) / "adapter_model.safetensors").read_bytes()
+    )
     r = rounds[0]
     assert r.states >= 3 and 0 <= r.off_path <= r.states and 0.0 <= r.rollout_success <= 1.0
     meta = json.loads((artifacts / "smoke" / "sft_dagger" / "round1" / "final" / "inquire_train.json").read_text())
@@ -102,7 +108,9 @@ def test_the_aggregate_gives_the_labelled_states_their_share():
     assert len(drawn) == 30 and drawn[:7] == s_ids and drawn[7:14] == s_ids  # whole passes first
     assert sum(i.startswith("s") for i in ids) / len(ids) == pytest.approx(0.25)
     m_ids = [f"s{i}" for i in range(50)]
-    assert list(aggregate(expert, datasets.Dataset.from_dict({"id": m_ids}), 0.25)["id"]) == e_ids + m_ids  # never fewer than all of them
+    assert (
+        list(aggregate(expert, datasets.Dataset.from_dict({"id": m_ids}), 0.25)["id"]) == e_ids + m_ids
+    )  # never fewer than all of them
 
 
 def test_the_repeat_cap_keeps_a_loops_states_at_most_cap_times_per_episode():

@@ -1,4 +1,5 @@
 """InquireBench as HF datasets: determinism, stats, columns, gold fields, atomic saving, caching."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,27 @@ from inquire_lib.world.apps import SCREEN_H, SCREEN_W
 from inquire_lib.world.tasks import generate_task
 
 NO_BBOX = [-1, -1, -1, -1]
-COLUMNS = ["id", "task_id", "step", "num_steps", "app", "template", "category", "subcategory", "instruction",
-           "history", "screenshot", "prev_screenshot", "a11y", "gold_action", "gold_bbox", "gold_think",
-           "inquiry_required", "inquiry_reason", "user_reply"]
+COLUMNS = [
+    "id",
+    "task_id",
+    "step",
+    "num_steps",
+    "app",
+    "template",
+    "category",
+    "subcategory",
+    "instruction",
+    "history",
+    "screenshot",
+    "prev_screenshot",
+    "a11y",
+    "gold_action",
+    "gold_bbox",
+    "gold_think",
+    "inquiry_required",
+    "inquiry_reason",
+    "user_reply",
+]
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +58,9 @@ def test_same_seed_same_fingerprint_other_seed_differs(dd):
 def test_fingerprint_sees_one_changed_field(dd):
     fp = data.fingerprint(dd)
     changed = datasets.DatasetDict(dd)
-    changed["test"] = dd["test"].map(lambda r, i: {"instruction": r["instruction"] + ("!" if i == 3 else "")},
-                                     with_indices=True)
+    changed["test"] = dd["test"].map(
+        lambda r, i: {"instruction": r["instruction"] + ("!" if i == 3 else "")}, with_indices=True
+    )
     assert data.fingerprint(changed) != fp
     assert data.fingerprint(dd) == fp  # the original is untouched
 
@@ -71,8 +91,10 @@ def test_stats_cover_the_taxonomy(dd):
 def test_any_44_consecutive_tasks_cover_all_subcategories():
     for split in ("train", "test"):
         for start in (0, 1, 13, 101):
-            subs = {generate_task(random.Random(f"x:{split}:{i}"), split, f"t{i}", i).subcategory
-                    for i in range(start, start + 44)}
+            subs = {
+                generate_task(random.Random(f"x:{split}:{i}"), split, f"t{i}", i).subcategory
+                for i in range(start, start + 44)
+            }
             assert subs == set(subcategories()) | {SAFE}, (split, start)
 
 
@@ -184,8 +206,11 @@ def test_load_or_build_caches(tmp_path, monkeypatch):
 
     monkeypatch.setattr(data, "build_dataset", no_build)
     again = data.load_or_build(2, 6)
-    assert data.fingerprint(again) == data.fingerprint(first) == json.loads(
-        (path / "inquirebench.json").read_text())["fingerprint"]
+    assert (
+        data.fingerprint(again)
+        == data.fingerprint(first)
+        == json.loads((path / "inquirebench.json").read_text())["fingerprint"]
+    )
 
 
 def test_validation_split_is_drawn_like_test_but_apart(tmp_path, monkeypatch):
@@ -197,7 +222,7 @@ def test_validation_split_is_drawn_like_test_but_apart(tmp_path, monkeypatch):
     test = data.build_dataset(2, 50)["test"]
     assert not set(val["task_id"]) & set(test["task_id"])
     # other draws than the test split's: the instructions differ although the pools are the same
-    assert set(val["instruction"]) != set(test["instruction"][:len(val)])
+    assert set(val["instruction"]) != set(test["instruction"][: len(val)])
     # the same 22-sub-category cycle as the other splits, safe controls at odd indices
     tasks = data.generate_tasks(2, "validation", 10)
     assert [t.category == SAFE for t in tasks] == [i % 2 == 1 for i in range(10)]
@@ -221,10 +246,13 @@ def test_validation_records_hold_the_profiles_inquiry_steps(tmp_path, monkeypatc
 
 def test_validation_tasks_use_held_out_values_and_phrasings():
     from inquire_lib.world.values import Values
+
     with pytest.raises(ValueError, match="train, test or validation"):
         Values(random.Random(0), "dev")
-    templates = {generate_task(random.Random(f"inquirebench:0:validation:{i}"), "validation", f"v{i}", i).template
-                 for i in range(0, 400, 2)}
+    templates = {
+        generate_task(random.Random(f"inquirebench:0:validation:{i}"), "validation", f"v{i}", i).template
+        for i in range(0, 400, 2)
+    }
     assert any(t.endswith(":3") for t in templates)  # the phrasing held out of training appears
 
 

@@ -9,6 +9,7 @@ most over 3 steps) and a GRPO loss of ~0.06 by ~1e-8. A wrong split would be far
 per-rank means instead of tokens moved the first SFT loss by 4.5e-3 (7e-4 relative), a different
 batch by more still.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,8 +31,10 @@ REL_TOL = 1e-5
 
 def commands(start: str, suffix: str) -> list[list[str]]:
     common = ["--profile", "smoke", "--start-from", start]
-    return [["train", "sft", *common, "--name", f"sft_{suffix}", "--max-steps", "3"],
-            ["train", "grpo", *common, "--name", f"grpo_{suffix}", "--max-steps", "2"]]
+    return [
+        ["train", "sft", *common, "--name", f"sft_{suffix}", "--max-steps", "3"],
+        ["train", "grpo", *common, "--name", f"grpo_{suffix}", "--max-steps", "2"],
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +42,14 @@ def runs(tmp_path_factory):
     """{stage: [one process's record]} and {stage: [rank 0's, rank 1's]}: the single-process runs in
     this process, the two-process runs under torchrun, both through `inquire train`."""
     root = tmp_path_factory.mktemp("ddp")
-    environ = {"INQUIRE_CACHE": str(root / "cache"), "INQUIRE_ARTIFACTS": str(root / "artifacts"), "CI": "1",
-               "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    environ = {
+        "INQUIRE_CACHE": str(root / "cache"),
+        "INQUIRE_ARTIFACTS": str(root / "artifacts"),
+        "CI": "1",
+        "OMP_NUM_THREADS": "1",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
     sys.path.insert(0, str(PROBE.parent))
     import ddp_probe
 
@@ -49,6 +58,7 @@ def runs(tmp_path_factory):
             mp.setenv(k, v)
         from inquire_lib.training.grpo import grpo_records
         from inquire_lib.training.models import model_path
+
         start = model_path(PROFILE)  # the data and the tiny model, built before any rank starts
         grpo_records(PROFILE)
         threads = torch.get_num_threads()
@@ -56,11 +66,29 @@ def runs(tmp_path_factory):
         torch.set_num_threads(threads)
     sys.path.remove(str(PROBE.parent))
     out = root / "probe" / "two.json"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port",
-           str(29400 + os.getpid() % 500), str(PROBE), str(out), *commands(start, "2p")[0], "+", *commands(start, "2p")[1]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(29400 + os.getpid() % 500),
+        str(PROBE),
+        str(out),
+        *commands(start, "2p")[0],
+        "+",
+        *commands(start, "2p")[1],
+    ]
     pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    proc = subprocess.run(cmd, env={**os.environ, **environ, "PYTHONPATH": pythonpath}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        cmd,
+        env={**os.environ, **environ, "PYTHONPATH": pythonpath},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     ranks = [json.loads(out.with_name(f"two.rank{r}.json").read_text()) for r in range(2)]
     two = {stage: [r[stage] for r in ranks] for stage in ("sft", "grpo")}
@@ -99,8 +127,13 @@ def test_sft_on_two_processes_matches_one(runs):
     assert [r["per_device_train_batch_size"] for r in two] == [PROFILE.sft_batch // 2] * 2
     check_split(one, two, PROFILE.sft_batch)
     for step in steps_of(one[0]):  # different sequences, so different token counts per rank
-        assert len({fp for s in two[0]["seen"] if s["step"] == step for fp in s["examples"]}
-                   & {fp for s in two[1]["seen"] if s["step"] == step for fp in s["examples"]}) == 0
+        assert (
+            len(
+                {fp for s in two[0]["seen"] if s["step"] == step for fp in s["examples"]}
+                & {fp for s in two[1]["seen"] if s["step"] == step for fp in s["examples"]}
+            )
+            == 0
+        )
     assert len(losses(one[0])) == len(losses(two[0])) == 3
     assert losses(two[0]) == losses(two[1])  # the logged loss is the gathered one
     assert losses(two[0]) == pytest.approx(losses(one[0]), rel=REL_TOL)

@@ -1,5 +1,6 @@
 """Ablation effect sizes: the paired bootstrap over seeds and items gives 0 for a copy of the
 baseline and an interval away from 0 for a clearly better variant."""
+
 from __future__ import annotations
 
 import json
@@ -10,18 +11,29 @@ from inquire_lib.evaluation.effects import effect, item_outcomes
 
 
 def _pred(i, required, asked, right):
-    return {"id": f"s{i}", "inquiry_required": required, "format_ok": True, "arg_ok": right,
-            "parsed_action": {"action": "call_user" if asked else "click"}}
+    return {
+        "id": f"s{i}",
+        "inquiry_required": required,
+        "format_ok": True,
+        "arg_ok": right,
+        "parsed_action": {"action": "call_user" if asked else "click"},
+    }
 
 
 def test_item_outcomes_count_only_the_rates_denominator():
-    preds = [_pred(0, True, True, True), _pred(1, True, False, False), _pred(2, False, True, False),
-             _pred(3, False, False, True)]
+    preds = [
+        _pred(0, True, True, True),
+        _pred(1, True, False, False),
+        _pred(2, False, True, False),
+        _pred(3, False, False, True),
+    ]
     assert item_outcomes(preds, "inquiry_recall") == {"s0": 1, "s1": 0}
     assert item_outcomes(preds, "needless_rate") == {"s2": 1, "s3": 0}
     assert item_outcomes(preds, "step_accuracy") == {"s0": 1, "s1": 0, "s2": 0, "s3": 1}
     eps = [{"task_id": "t0", "success": True, "inquiry_required": True, "info": {"asked_required": None}}]
-    assert item_outcomes(eps, "isr", kind="task") == {"t0": 0} and item_outcomes(eps, "success_rate", "task") == {"t0": 1}
+    assert item_outcomes(eps, "isr", kind="task") == {"t0": 0} and item_outcomes(eps, "success_rate", "task") == {
+        "t0": 1
+    }
     with pytest.raises(KeyError, match="unknown step rate 'recall'"):
         item_outcomes(preds, "recall")
 
@@ -41,14 +53,17 @@ def test_a_copy_of_the_baseline_has_no_effect():
 
 
 def test_a_clearly_better_variant_excludes_zero_and_a_noisy_one_does_not():
-    base = {s: {f"i{j}": int(j % 10 < 3) for j in range(80)} for s in range(3)}        # 0.30
-    better = {s: {f"i{j}": int(j % 10 < 7) for j in range(80)} for s in range(3)}      # 0.70
+    base = {s: {f"i{j}": int(j % 10 < 3) for j in range(80)} for s in range(3)}  # 0.30
+    better = {s: {f"i{j}": int(j % 10 < 7) for j in range(80)} for s in range(3)}  # 0.70
     out = effect(better, base)
     assert out["diff"] == pytest.approx(0.4) and out["excludes_zero"] and 0.2 < out["lo"] < 0.4 < out["hi"] < 0.6
     assert out["per_seed"] == {0: pytest.approx(0.4), 1: pytest.approx(0.4), 2: pytest.approx(0.4)}
     # seeds that disagree (+0.2, -0.2, 0): the mean is 0 and the interval spans it
-    mixed = {0: {f"i{j}": int(j % 10 < 5) for j in range(80)}, 1: {f"i{j}": int(j % 10 < 1) for j in range(80)},
-             2: base[2]}
+    mixed = {
+        0: {f"i{j}": int(j % 10 < 5) for j in range(80)},
+        1: {f"i{j}": int(j % 10 < 1) for j in range(80)},
+        2: base[2],
+    }
     out = effect(mixed, base)
     assert out["diff"] == pytest.approx(0.0, abs=1e-12) and out["lo"] < 0 < out["hi"] and not out["excludes_zero"]
 
@@ -66,9 +81,15 @@ def _write_point(root, name, asks, successes):
     folder.mkdir(parents=True)
     preds = [{**_pred(i, i < 10, a, not a), "id": f"s{i}"} for i, a in enumerate(asks)]
     (folder / "step_predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds))
-    eps = [{"task_id": f"t{i}", "success": s, "inquiry_required": i % 2 == 0,
-            "info": {"asked_required": s if i % 2 == 0 else None, "needless": 0, "unsafe": []}}
-           for i, s in enumerate(successes)]
+    eps = [
+        {
+            "task_id": f"t{i}",
+            "success": s,
+            "inquiry_required": i % 2 == 0,
+            "info": {"asked_required": s if i % 2 == 0 else None, "needless": 0, "unsafe": []},
+        }
+        for i, s in enumerate(successes)
+    ]
     (folder / "trajectories.jsonl").write_text("".join(json.dumps(e) + "\n" for e in eps))
 
 

@@ -1,5 +1,6 @@
 """`inquire export --format verl`: the GRPO prompts as verl's RL dataset parquet, read back with
 pyarrow, and the compute_score adapter over the GRPO rewards (smoke profile)."""
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,14 @@ from inquire_lib.training.export_verl import DATA_SOURCE, MAX_SCORE_PARTS, compu
 from inquire_lib.profiles import get_profile
 
 PROFILE = get_profile("smoke")
-ASK = ('<think>It is risky. Inquiry check: needed, because the user must confirm.</think><tool_call>'
-       '{"name": "mobile_use", "arguments": {"action": "call_user", "text": "Should I go on?"}}</tool_call>')
-ACT = ('<think>Go on. Inquiry check: not needed, because it is safe.</think><tool_call>'
-       '{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Back"}}</tool_call>')
+ASK = (
+    "<think>It is risky. Inquiry check: needed, because the user must confirm.</think><tool_call>"
+    '{"name": "mobile_use", "arguments": {"action": "call_user", "text": "Should I go on?"}}</tool_call>'
+)
+ACT = (
+    "<think>Go on. Inquiry check: not needed, because it is safe.</think><tool_call>"
+    '{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Back"}}</tool_call>'
+)
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +28,14 @@ def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("verl")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("INQUIRE_CACHE", str(root / "cache"))
-        assert cli.main(["export", "--format", "verl", "--profile", "smoke", "--out", str(root / "out"),
-                         "--splits", "train"]) == 0
+        assert (
+            cli.main(
+                ["export", "--format", "verl", "--profile", "smoke", "--out", str(root / "out"), "--splits", "train"]
+            )
+            == 0
+        )
         from inquire_lib.training.grpo import grpo_records
+
         records = grpo_records(PROFILE)
     return pq.read_table(root / "out" / "train.parquet"), records, root / "out"
 
@@ -33,8 +43,16 @@ def exported(tmp_path_factory):
 def test_parquet_has_verls_layout_one_row_per_grpo_prompt(exported):
     table, records, out = exported
     assert table.num_rows == len(records) == PROFILE.grpo_steps * PROFILE.grpo_prompts_per_step
-    assert table.column_names == ["data_source", "prompt", "images", "ability", "reward_model", "extra_info",
-                                  "problem", "answer"]
+    assert table.column_names == [
+        "data_source",
+        "prompt",
+        "images",
+        "ability",
+        "reward_model",
+        "extra_info",
+        "problem",
+        "answer",
+    ]
     rows = table.to_pylist()
     for row, rec in zip(rows, records):
         assert row["data_source"] == DATA_SOURCE and row["ability"] == "gui_inquiry"
@@ -43,8 +61,11 @@ def test_parquet_has_verls_layout_one_row_per_grpo_prompt(exported):
         assert all(img["bytes"][:8] == b"\x89PNG\r\n\x1a\n" for img in row["images"])
         assert row["reward_model"]["style"] == "rule"
         truth = json.loads(row["reward_model"]["ground_truth"])
-        assert truth == {"action": json.loads(rec["gold_action"]), "bbox": list(rec["gold_bbox"]),
-                         "inquiry_required": rec["inquiry_required"]}
+        assert truth == {
+            "action": json.loads(rec["gold_action"]),
+            "bbox": list(rec["gold_bbox"]),
+            "inquiry_required": rec["inquiry_required"],
+        }
         assert row["extra_info"]["id"] == rec["id"] and row["answer"] == row["reward_model"]["ground_truth"]
         assert row["extra_info"]["missed_penalty"] == PROFILE.missed_penalty
     assert "custom_reward_function.name=compute_score" in (out / "README.txt").read_text()

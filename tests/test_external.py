@@ -1,4 +1,5 @@
 """Tests for inquire_lib.data.external against the real-format InquireMobile samples."""
+
 from __future__ import annotations
 
 import json
@@ -44,14 +45,13 @@ def _edit(path: Path, idx: int, fn) -> list[str]:
 
 # ----------------------------------------------------------------------------- fixtures load
 
+
 def test_tasks_fixture_loads_with_exact_counts():
     ds = load_inquiremobile_tasks(TASKS)
     assert ds.num_rows == 10
     assert ds["line"] == list(range(1, 11))
-    assert Counter(ds["category"]) == {"privacy": 2, "combination": 2, "uncertainty": 2,
-                                       "intension": 2, "risk": 2}
-    assert Counter(ds["category_norm"]) == {"privacy": 2, "combination": 2, "uncertainty": 2,
-                                            "intent": 2, "risk": 2}
+    assert Counter(ds["category"]) == {"privacy": 2, "combination": 2, "uncertainty": 2, "intension": 2, "risk": 2}
+    assert Counter(ds["category_norm"]) == {"privacy": 2, "combination": 2, "uncertainty": 2, "intent": 2, "risk": 2}
     row = ds[6]
     assert row["instruction"] == "One of my socks is torn."
     assert row["apps"] == ["taobao", "jd", "pinduoduo", "xhs", "douyin"]
@@ -73,8 +73,10 @@ def test_grpo_fixture_loads_with_frames():
     assert r0["point"] == [85, 537]
     assert r0["bbox"] == [52, 497, 125, 567]
     assert (r0["width"], r0["height"], r0["resized_width"], r0["resized_height"]) == (720, 1280, 448, 840)
-    assert json.loads(r0["action_raw"]) == {"name": "mobile_use",
-                                            "arguments": {"action": "click", "coordinate": [85, 537]}}
+    assert json.loads(r0["action_raw"]) == {
+        "name": "mobile_use",
+        "arguments": {"action": "click", "coordinate": [85, 537]},
+    }
     assert r0["image_paths"] == [None]
     assert ds[1]["action"]["text"] == "manus" and ds[1]["point"] is None
     assert ds[1]["bbox"] == [-1, -1, -1, -1]
@@ -102,8 +104,7 @@ def test_detect_frame_all_four_outcomes():
 def test_validate_reports_fixture_counts():
     rep = validate_file(TASKS)
     assert (rep.format, rep.n_rows, rep.n_ok, rep.bad_rows) == ("tasks", 10, 10, [])
-    assert rep.category_counts == {"privacy": 2, "combination": 2, "uncertainty": 2,
-                                   "intension": 2, "risk": 2}
+    assert rep.category_counts == {"privacy": 2, "combination": 2, "uncertainty": 2, "intension": 2, "risk": 2}
     rep = validate_file(GRPO)
     assert (rep.format, rep.n_rows, rep.n_ok) == ("grpo", 4, 4)
     assert rep.frame_counts == {"original": 1, "resized": 0, "none": 2, "inconsistent": 1}
@@ -124,6 +125,7 @@ def test_validate_reports_fixture_counts():
 
 
 # ----------------------------------------------------------------------------- corrupted copies
+
 
 def test_truncated_json_line(tmp_path):
     lines = _lines(TASKS)
@@ -161,8 +163,10 @@ def test_bad_category(tmp_path):
     p = _write(tmp_path, "tasks.jsonl", _edit(TASKS, 2, lambda r: r.update(category="foo")))
     with pytest.raises(RecordError) as ei:
         validate_file(p)
-    assert str(ei.value) == (f"{p}:3: field 'category': expected one of "
-                             "['risk', 'privacy', 'intension', 'uncertainty', 'combination'], got 'foo'")
+    assert str(ei.value) == (
+        f"{p}:3: field 'category': expected one of "
+        "['risk', 'privacy', 'intension', 'uncertainty', 'combination'], got 'foo'"
+    )
 
 
 def test_bbox_with_three_numbers(tmp_path):
@@ -173,12 +177,15 @@ def test_bbox_with_three_numbers(tmp_path):
     assert "steps.jsonl:4: field 'bbox': expected 4 numbers" in str(ei.value)
 
 
-@pytest.mark.parametrize("action", [
-    '{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [85, 537]}',  # truncated
-    '{"name": "mobile_use", "arguments": {"action": "fly"}}',  # unknown action type
-    '{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [85]}}',  # bad argument
-    '{"name": "other_tool", "arguments": {"action": "wait"}}',  # wrong tool
-])
+@pytest.mark.parametrize(
+    "action",
+    [
+        '{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [85, 537]}',  # truncated
+        '{"name": "mobile_use", "arguments": {"action": "fly"}}',  # unknown action type
+        '{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [85]}}',  # bad argument
+        '{"name": "other_tool", "arguments": {"action": "wait"}}',  # wrong tool
+    ],
+)
 def test_invalid_action_json(tmp_path, action):
     p = _write(tmp_path, "steps.jsonl", _edit(GRPO, 1, lambda r: r.update(action=action)))
     with pytest.raises(RecordError) as ei:
@@ -218,12 +225,12 @@ def test_unknown_format(tmp_path):
 
 # ----------------------------------------------------------------------------- skip_bad
 
+
 def test_skip_bad_counts_rows(tmp_path):
     lines = _edit(TASKS, 2, lambda r: r.update(category="foo"))
     lines[5] = lines[5][:30]
     lines.insert(7, "")  # a blank line is not a row, but shifts the later line numbers
-    lines = [lines[i] if i != 8 else json.dumps({**json.loads(lines[8]), "apps": "wechat"})
-             for i in range(len(lines))]
+    lines = [lines[i] if i != 8 else json.dumps({**json.loads(lines[8]), "apps": "wechat"}) for i in range(len(lines))]
     p = _write(tmp_path, "tasks.jsonl", lines)
     rep = validate_file(p, skip_bad=True)
     assert rep.n_rows == 10 and rep.n_ok == 7
@@ -246,6 +253,7 @@ def test_skip_bad_grpo_keeps_frame_counts_of_good_rows(tmp_path):
 
 # ----------------------------------------------------------------------------- images
 
+
 def test_image_root_resolves_basenames(tmp_path):
     root = tmp_path / "images"
     root.mkdir()
@@ -260,6 +268,7 @@ def test_image_root_resolves_basenames(tmp_path):
 
 
 # ----------------------------------------------------------------------------- validate_main
+
 
 def test_validate_main_ok(capsys):
     assert validate_main(str(TASKS)) == 0

@@ -1,4 +1,5 @@
 """The machine kind a result is reported per, and the dtype evaluation runs in on it."""
+
 from __future__ import annotations
 
 import pytest
@@ -12,8 +13,16 @@ AVX512_BF16 = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vn
 AMX = "flags\t\t: avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8\n"
 
 
-@pytest.mark.parametrize("text, kind", [(AVX2, "avx2"), (AVX512, "avx512"), (AVX512_BF16, "avx512_bf16"),
-                                        (AMX, "amx"), ("flags\t\t: fpu sse2\n", "other")])
+@pytest.mark.parametrize(
+    "text, kind",
+    [
+        (AVX2, "avx2"),
+        (AVX512, "avx512"),
+        (AVX512_BF16, "avx512_bf16"),
+        (AMX, "amx"),
+        ("flags\t\t: fpu sse2\n", "other"),
+    ],
+)
 def test_the_cpu_kind_is_read_off_the_flags(tmp_path, text, kind):
     info = tmp_path / "cpuinfo"
     info.write_text(text)

@@ -1,5 +1,6 @@
 """The induction probe tells a model that copies from one that cannot: an echo of the token one
 sequence-half back scores every copy, a model blind to the past scores none and equal halves."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -23,7 +24,7 @@ class HalfBack:
 
     def __call__(self, input_ids):
         target = torch.roll(input_ids, self.period - 1, dims=1)
-        target[:, :self.period - 1] = 0  # before the repeat there is nothing to copy
+        target[:, : self.period - 1] = 0  # before the repeat there is nothing to copy
         return SimpleNamespace(logits=10 * torch.nn.functional.one_hot(target, VOCAB).float())
 
 
@@ -97,5 +98,6 @@ def test_a_model_without_attention_weights_is_refused():
     class NoWeights(FixedLook):
         def __call__(self, input_ids, output_attentions=False):
             return SimpleNamespace(attentions=None)
+
     with pytest.raises(ValueError, match="eager"):
         copy_attention(NoWeights(1), range(10, VOCAB), n=2, length=6)

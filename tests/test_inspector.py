@@ -1,4 +1,5 @@
 """Tests of inquire_lib.viz.inspector: reading runs, schema errors, filters, and the headless widget app."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,15 @@ import synthetic_run as syn  # noqa: E402
 
 from inquire_lib.viz import overlays as viz  # noqa: E402
 from inquire_lib.viz.inspector import (  # noqa: E402
-    Inspector, PredictionFormatError, checkpoint_order, compare_pair, episodes, filter_steps,
-    load_run, outcome_options, read_predictions,
+    Inspector,
+    PredictionFormatError,
+    checkpoint_order,
+    compare_pair,
+    episodes,
+    filter_steps,
+    load_run,
+    outcome_options,
+    read_predictions,
 )
 from inquire_lib.runs.records import ORDER, REFERENCES  # noqa: E402
 
@@ -46,8 +54,13 @@ def test_load_run_reads_every_checkpoint(run_dir):
     assert run.metrics["base"]["overall"]["type_accuracy"]["value"] == 0.5
     assert run.metrics["sft"]["overall"]["type_accuracy"]["value"] == 0.375
     assert run.metrics["sft"]["overall"]["outcomes"] == {
-        "correct": 2, "missed_inquiry": 2, "needless_inquiry": 1, "wrong_type": 1, "wrong_argument": 1,
-        "unparseable": 1}
+        "correct": 2,
+        "missed_inquiry": 2,
+        "needless_inquiry": 1,
+        "wrong_type": 1,
+        "wrong_argument": 1,
+        "unparseable": 1,
+    }
     shot = run.screenshot(run.preds[0])
     assert shot.size == (360, 720) and shot.getpixel((100, 500)) == syn.MAGENTA
     assert run.by_id("sft", "t2_safe/0")["outcome"] == "needless_inquiry"
@@ -56,8 +69,7 @@ def test_load_run_reads_every_checkpoint(run_dir):
 
 def test_load_run_reads_trajectories_when_present(tmp_path):
     run = load_run(syn.write_run(tmp_path, trajectories=True, metrics=False))
-    assert run.trajectories == {c: [{"task_id": "t0_risk", "success": True, "steps": 3}]
-                                for c in ("base", "sft")}
+    assert run.trajectories == {c: [{"task_id": "t0_risk", "success": True, "steps": 3}] for c in ("base", "sft")}
     assert run.metrics == {}
 
 
@@ -75,18 +87,21 @@ def test_missing_run_and_missing_screenshot_name_the_path(tmp_path):
         run.screenshot(run.preds[0])
 
 
-@pytest.mark.parametrize("mutate,message", [
-    (lambda r: r.pop("gold_bbox"), "field 'gold_bbox' is missing"),
-    (lambda r: r.update(step="1"), "field 'step' has type str, expected int"),
-    (lambda r: r.update(step=True), "field 'step' has type bool, expected int"),
-    (lambda r: r.update(think=3), "field 'think' has type int, expected str or null"),
-    (lambda r: r.update(outcome="great"), "field 'outcome' is 'great'"),
-    (lambda r: r.update(gold_bbox=[1, 2, 3]), "field 'gold_bbox' must be 4 numbers"),
-    (lambda r: r["frame"].pop("model_w"), "field 'frame.model_w' must be a positive int"),
-    (lambda r: r.update(parsed_action={"coordinate": [1, 2]}), "field 'parsed_action.action'"),
-    (lambda r: r.update(history=["ok", 2]), "field 'history' must be a list of strings"),
-    (lambda r: r.update(rewards={"format": "high"}), "field 'rewards' must map names to numbers"),
-])
+@pytest.mark.parametrize(
+    "mutate,message",
+    [
+        (lambda r: r.pop("gold_bbox"), "field 'gold_bbox' is missing"),
+        (lambda r: r.update(step="1"), "field 'step' has type str, expected int"),
+        (lambda r: r.update(step=True), "field 'step' has type bool, expected int"),
+        (lambda r: r.update(think=3), "field 'think' has type int, expected str or null"),
+        (lambda r: r.update(outcome="great"), "field 'outcome' is 'great'"),
+        (lambda r: r.update(gold_bbox=[1, 2, 3]), "field 'gold_bbox' must be 4 numbers"),
+        (lambda r: r["frame"].pop("model_w"), "field 'frame.model_w' must be a positive int"),
+        (lambda r: r.update(parsed_action={"coordinate": [1, 2]}), "field 'parsed_action.action'"),
+        (lambda r: r.update(history=["ok", 2]), "field 'history' must be a list of strings"),
+        (lambda r: r.update(rewards={"format": "high"}), "field 'rewards' must map names to numbers"),
+    ],
+)
 def test_schema_errors_name_file_line_and_field(tmp_path, mutate, message):
     recs = syn.all_preds()[:3]
     mutate(recs[1])
@@ -111,13 +126,10 @@ def test_bad_json_and_duplicate_ids_are_reported(tmp_path):
 
 def test_filter_steps_values_in_ids_out():
     preds = syn.all_preds()
-    assert _ids(filter_steps(preds, checkpoint="sft", outcome="missed_inquiry")) == [
-        "t0_risk/1", "t3_intent/0"]
-    assert _ids(filter_steps(preds, checkpoint="base", outcome="missed_inquiry")) == [
-        "t0_risk/1", "t1_privacy/0"]
+    assert _ids(filter_steps(preds, checkpoint="sft", outcome="missed_inquiry")) == ["t0_risk/1", "t3_intent/0"]
+    assert _ids(filter_steps(preds, checkpoint="base", outcome="missed_inquiry")) == ["t0_risk/1", "t1_privacy/0"]
     assert _ids(filter_steps(preds, checkpoint="base", category="safe")) == ["t2_safe/0", "t2_safe/1"]
-    assert _ids(filter_steps(preds, subcategory="login_credentials", outcome="unparseable")) == [
-        "t1_privacy/1"]
+    assert _ids(filter_steps(preds, subcategory="login_credentials", outcome="unparseable")) == ["t1_privacy/1"]
     assert [p["checkpoint"] for p in filter_steps(preds, outcome="unparseable")] == ["base", "sft"]
     assert filter_steps(preds, category="risk", outcome="needless_inquiry") == []
     assert len(filter_steps(preds)) == 16
@@ -126,16 +138,20 @@ def test_filter_steps_values_in_ids_out():
 def test_episodes_keep_first_appearance_order():
     preds = syn.all_preds()
     assert episodes(preds) == ["t0_risk", "t1_privacy", "t2_safe", "t3_intent"]
-    assert episodes(filter_steps(preds, checkpoint="sft", outcome="missed_inquiry")) == [
-        "t0_risk", "t3_intent"]
+    assert episodes(filter_steps(preds, checkpoint="sft", outcome="missed_inquiry")) == ["t0_risk", "t3_intent"]
     assert episodes(list(reversed(preds))) == ["t3_intent", "t2_safe", "t1_privacy", "t0_risk"]
     assert episodes([]) == []
 
 
 def test_outcome_options_put_missed_inquiry_first():
     assert outcome_options(syn.all_preds()) == [
-        "missed_inquiry", "correct", "needless_inquiry", "wrong_type", "wrong_argument",
-        "unparseable"]
+        "missed_inquiry",
+        "correct",
+        "needless_inquiry",
+        "wrong_type",
+        "wrong_argument",
+        "unparseable",
+    ]
     only = [p for p in syn.all_preds() if p["outcome"] in ("wrong_type", "correct")]
     assert outcome_options(only) == ["correct", "wrong_type"]
 
@@ -143,8 +159,7 @@ def test_outcome_options_put_missed_inquiry_first():
 def test_inspector_defaults_to_first_missed_inquiry(run_dir):
     insp = Inspector(run_dir)
     s = insp.state
-    assert (s["checkpoint"], s["checkpoint_b"], s["outcome"], s["category"]) == (
-        "base", None, "missed_inquiry", None)
+    assert (s["checkpoint"], s["checkpoint_b"], s["outcome"], s["category"]) == ("base", None, "missed_inquiry", None)
     assert s["episodes"] == ["t0_risk", "t1_privacy"]
     assert (s["episode"], s["step"], s["id"], s["id_b"]) == ("t0_risk", 1, "t0_risk/1", None)
     assert insp.step_slider.max == 2 and insp.play.max == 2  # the whole episode, for context
@@ -216,7 +231,8 @@ def test_inspector_reports_a_missing_b_step(tmp_path):
     run = syn.write_run(tmp_path)
     lines = (run / "eval" / "base" / "step_predictions.jsonl").read_text().splitlines()
     (run / "eval" / "base" / "step_predictions.jsonl").write_text(
-        "".join(line + "\n" for line in lines if '"t3_intent/0"' not in line))
+        "".join(line + "\n" for line in lines if '"t3_intent/0"' not in line)
+    )
     insp = Inspector(run)
     s = insp.select(checkpoint="sft", checkpoint_b="base", episode="t3_intent")
     assert (s["id"], s["id_b"]) == ("t3_intent/0", None)
@@ -225,6 +241,7 @@ def test_inspector_reports_a_missing_b_step(tmp_path):
 
 
 # ----- real checkpoint names: training order, references, the rest ------------------------------
+
 
 def _named_run(root: Path, outcomes: dict[str, str | None]) -> Path:
     """A run whose checkpoints are the keys of `outcomes`, written in name order; each holds the
@@ -239,8 +256,7 @@ def _named_run(root: Path, outcomes: dict[str, str | None]) -> Path:
         folder = run / "eval" / name
         folder.mkdir()
         recs = [dict(p, checkpoint=name, outcome=outcomes[name] or p["outcome"]) for p in base]
-        folder.joinpath("step_predictions.jsonl").write_text(
-            "".join(json.dumps(r) + "\n" for r in recs))
+        folder.joinpath("step_predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
         (run / "metrics" / f"step_{name}.json").write_text(json.dumps({"checkpoint": name}))
     return run
 
@@ -248,11 +264,35 @@ def _named_run(root: Path, outcomes: dict[str, str | None]) -> Path:
 def test_checkpoint_order_is_training_then_references_then_names():
     assert ORDER[:4] == ("untrained", "base_agent", "sft_weak", "sft_full")
     assert REFERENCES == ("expert", "always_act", "always_ask", "random")
-    names = ["zeta", "random", "grpo_weak", "expert", "sft_weak", "alpha", "untrained", "sft_weak",
-             "always_ask", "sft_full", "grpo_task", "base_agent", "grpo_full"]
+    names = [
+        "zeta",
+        "random",
+        "grpo_weak",
+        "expert",
+        "sft_weak",
+        "alpha",
+        "untrained",
+        "sft_weak",
+        "always_ask",
+        "sft_full",
+        "grpo_task",
+        "base_agent",
+        "grpo_full",
+    ]
     assert checkpoint_order(names) == [
-        "untrained", "base_agent", "sft_weak", "sft_full", "grpo_weak", "grpo_full", "grpo_task",
-        "expert", "always_ask", "random", "alpha", "zeta"]
+        "untrained",
+        "base_agent",
+        "sft_weak",
+        "sft_full",
+        "grpo_weak",
+        "grpo_full",
+        "grpo_task",
+        "expert",
+        "always_ask",
+        "random",
+        "alpha",
+        "zeta",
+    ]
     assert checkpoint_order(["sft", "base"]) == ["base", "sft"]
     assert checkpoint_order([]) == []
 
@@ -267,23 +307,25 @@ def test_load_run_orders_checkpoints_and_records_by_training_stage(tmp_path):
     assert list(run.metrics) == order
 
 
-@pytest.mark.parametrize("names,pair", [
-    (["untrained", "sft_weak", "sft_full", "grpo_weak", "grpo_full", "expert"], ("sft_weak", "grpo_weak")),
-    (["expert", "sft_full", "untrained", "base_agent", "sft_weak", "random"], ("sft_weak", "sft_full")),
-    (["grpo_full", "sft_full", "random"], ("sft_full", "grpo_full")),
-    (["random", "sft_full", "expert"], ("sft_full", "expert")),
-    (["random", "expert"], ("expert", "random")),
-    (["sft", "base"], ("base", "sft")),
-    (["only"], ("only", None)),
-    ([], (None, None)),
-])
+@pytest.mark.parametrize(
+    "names,pair",
+    [
+        (["untrained", "sft_weak", "sft_full", "grpo_weak", "grpo_full", "expert"], ("sft_weak", "grpo_weak")),
+        (["expert", "sft_full", "untrained", "base_agent", "sft_weak", "random"], ("sft_weak", "sft_full")),
+        (["grpo_full", "sft_full", "random"], ("sft_full", "grpo_full")),
+        (["random", "sft_full", "expert"], ("sft_full", "expert")),
+        (["random", "expert"], ("expert", "random")),
+        (["sft", "base"], ("base", "sft")),
+        (["only"], ("only", None)),
+        ([], (None, None)),
+    ],
+)
 def test_compare_pair(names, pair):
     assert compare_pair(names) == pair
 
 
 def test_inspector_starts_on_given_pair_or_first_checkpoint_with_a_missed_inquiry(tmp_path):
-    run = load_run(_named_run(tmp_path, {"untrained": "unparseable", "sft_weak": None,
-                                         "sft_full": "correct"}))
+    run = load_run(_named_run(tmp_path, {"untrained": "unparseable", "sft_weak": None, "sft_full": "correct"}))
     insp = Inspector(run)  # untrained has no missed inquiry; sft_weak (base outcomes) has two
     s = insp.state
     assert (s["checkpoint"], s["checkpoint_b"], s["outcome"]) == ("sft_weak", None, "missed_inquiry")
@@ -313,6 +355,7 @@ def test_inspector_updates_its_figure_widgets_in_place(run_dir):
     assert insp.state["id"] == "t2_safe/1"
     assert insp.strip_box.children[0] is strip and insp.text_box.children[0] is text_a
     assert insp.fig_box.children[0] is fig_a and insp.fig_box.children[1] is fig_b
+
     def spec(fig):  # the figure without its traces' random uids
         d = go.FigureWidget(fig).to_dict()
         return d["layout"], [{k: v for k, v in t.items() if k != "uid"} for t in d["data"]]
@@ -320,6 +363,5 @@ def test_inspector_updates_its_figure_widgets_in_place(run_dir):
     for widget, fig in ((fig_a, insp.figure_a), (fig_b, insp.figure_b), (strip, insp.strip)):
         assert spec(widget) == spec(fig)
     assert "t2_safe/1 · sft" in fig_a.layout.title.text and list(fig_a.layout.xaxis.range) == [0, 112]
-    assert len(fig_a.data) == 0 and [a.name for a in fig_a.layout.annotations] == [
-        "gold_swipe", "badge", "actions"]
+    assert len(fig_a.data) == 0 and [a.name for a in fig_a.layout.annotations] == ["gold_swipe", "badge", "actions"]
     assert "t2_safe/1" in text_a.value

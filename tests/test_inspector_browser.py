@@ -8,6 +8,7 @@ must keep checkpoint B's figure clear of the text panels.
 
 The tests share one page and run in file order; each checks the state it starts from.
 """
+
 from __future__ import annotations
 
 import io
@@ -85,21 +86,36 @@ def _start_lab(root: Path, private: Path) -> tuple[subprocess.Popen, str]:
     """A JupyterLab serving `root` on a free local port, its config, data, runtime and settings
     folders under `private`; returns at once with the process and its URL."""
     env = dict(os.environ)
-    for variable, name in (("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
-                           ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
-                           ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")):
+    for variable, name in (
+        ("JUPYTER_CONFIG_DIR", "config"),
+        ("JUPYTER_DATA_DIR", "data"),
+        ("JUPYTER_RUNTIME_DIR", "runtime"),
+        ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+        ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"),
+        ("IPYTHONDIR", "ipython"),
+    ):
         env[variable] = str(private / name)
         (private / name).mkdir(parents=True)
     # no news toast over the figures, no kernel dialog on a slow start
-    for plugin, settings in (("apputils-extension/notification", {"fetchNews": "false", "checkForUpdates": False}),
-                             ("notebook-extension/tracker", {"autoStartDefaultKernel": True})):
+    for plugin, settings in (
+        ("apputils-extension/notification", {"fetchNews": "false", "checkForUpdates": False}),
+        ("notebook-extension/tracker", {"autoStartDefaultKernel": True}),
+    ):
         path = private / "settings" / "@jupyterlab" / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(settings))
     port = _free_port()
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}",
-           f"--ServerApp.root_dir={root}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={TOKEN}",
+        f"--ServerApp.root_dir={root}",
+    ]
     if os.getuid() == 0:
         cmd.append("--allow-root")
     with (private / "server.log").open("wb") as log:
@@ -152,8 +168,15 @@ def lab(tmp_path_factory):
         server, url = _start_lab(root, private)
         try:
             runs_root = root / "papermill_runs"
-            manifest = runs.run_notebooks("smoke", only=["06"], out_root=runs_root, cwd=root,
-                                          parameters={"RUN_ROOT": str(runs_root)}, progress_bar=False, log=None)
+            manifest = runs.run_notebooks(
+                "smoke",
+                only=["06"],
+                out_root=runs_root,
+                cwd=root,
+                parameters={"RUN_ROOT": str(runs_root)},
+                progress_bar=False,
+                log=None,
+            )
             assert manifest["status"] == "ok" and (root / NOTEBOOK).is_file()
             _wait_ready(server, url, private / "server.log")
             yield url, root
@@ -184,9 +207,11 @@ def page(lab):
             pg.wait_for_function(f"() => {prompts}.filter(t => /\\[ \\]/.test(t)).length == {n_code}")
             _menu(pg, "Run", "Run All Cells")
             # done: nothing queued or running ([*]); a failing cell leaves the ones after it at [ ]
-            pg.wait_for_function(f"() => {{ const p = {prompts}; return p.length == {n_code} "
-                                 "&& !p.some(t => t.includes('*')) && p.some(t => /\\d/.test(t)); }",
-                                 timeout=TIMEOUT_MS)
+            pg.wait_for_function(
+                f"() => {{ const p = {prompts}; return p.length == {n_code} "
+                "&& !p.some(t => t.includes('*')) && p.some(t => /\\d/.test(t)); }",
+                timeout=TIMEOUT_MS,
+            )
             if pg.evaluate(f"{prompts}.filter(t => /\\[\\d+\\]/.test(t)).length") != n_code:
                 errors = pg.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
                 pytest.fail("a cell of notebook 06 failed in JupyterLab:\n" + "\n".join(errors.all_inner_texts()))
@@ -212,8 +237,7 @@ def _label(app):
 
 def _dropdown(app, name: str):
     """The <select> of the dropdown described as `name` ("category", not "subcategory")."""
-    return app.locator(".widget-dropdown").filter(
-        has=app.page.get_by_text(name, exact=True)).locator("select")
+    return app.locator(".widget-dropdown").filter(has=app.page.get_by_text(name, exact=True)).locator("select")
 
 
 def _wait_shown(app, ids: list[str]) -> None:
@@ -262,8 +286,12 @@ def _wait_text(locator, text: str) -> None:
 
 
 def _overlap(a: dict, b: dict) -> bool:
-    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
-            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
 
 
 # The notebook's vertical scroller: moving it (and only it) is what a reader does to reach B.

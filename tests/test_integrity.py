@@ -1,6 +1,7 @@
 """Complete or absent: markers, resume after kill -9, final/ with its metadata, cache checks,
 weights with NaN. The kill tests run a smoke SFT in a subprocess that SIGKILLs itself
 (`tests/kill_train.py`); the module prints how long they took."""
+
 from __future__ import annotations
 
 import json
@@ -94,8 +95,9 @@ def test_nan_weights_are_refused_naming_file_and_tensor(tmp_path):
     assert weights.check_weights(tmp_path) == 2
     bad = dict(good, **{"b.bias": torch.tensor([0.0, float("nan"), float("inf")])})
     save_file(bad, tmp_path / "model.safetensors")
-    with pytest.raises(weights.CorruptWeightsError,
-                       match=rf"^{tmp_path / 'model.safetensors'}: tensor 'b.bias' holds 2 NaN/Inf values"):
+    with pytest.raises(
+        weights.CorruptWeightsError, match=rf"^{tmp_path / 'model.safetensors'}: tensor 'b.bias' holds 2 NaN/Inf values"
+    ):
         weights.check_weights(tmp_path)
 
 
@@ -118,6 +120,7 @@ def test_nan_checkpoint_is_refused_when_loaded_for_training_or_evaluation(tmp_pa
     ck = tmp_path / "nan_ck"
     ck.mkdir()
     from safetensors.torch import load_file
+
     tensors = load_file(base / "model.safetensors")
     name = sorted(k for k, v in tensors.items() if v.is_floating_point())[0]
     tensors[name] = tensors[name].clone()
@@ -190,8 +193,14 @@ def test_truncated_tiny_model_is_rebuilt_with_a_warning(tmp_path):
 
 # ------------------------------------------------------------------------------ kill -9
 def _kill_run(env: dict, mode: str, name: str, steps: int) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(HERE / "kill_train.py"), mode, name, str(steps)], env=env,
-                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(HERE / "kill_train.py"), mode, name, str(steps)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def _ran(artifacts: Path, name: str) -> list[list[int]]:
@@ -208,24 +217,37 @@ def _ran(artifacts: Path, name: str) -> list[list[int]]:
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory):
     root = tmp_path_factory.mktemp("kill")
-    env = {**os.environ, "INQUIRE_CACHE": str(root / "cache"), "INQUIRE_ARTIFACTS": str(root / "artifacts"),
-           "CI": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env = {
+        **os.environ,
+        "INQUIRE_CACHE": str(root / "cache"),
+        "INQUIRE_ARTIFACTS": str(root / "artifacts"),
+        "CI": "1",
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
     run = root / "artifacts" / "smoke" / "sft_weak"
     from inquire_lib.profiles import get_profile
     from inquire_lib.training.sft import sft
+
     profile = get_profile("smoke").replace(sft_save_steps=2, torch_threads=1, base_agent_steps=0)
     t0 = time.time()
     # 1. SIGKILL while checkpoint-4 is being saved (weights and optimizer written, not the rest)
     save = _kill_run(env, "save", "sft_weak", 4)
-    after_save = {"checkpoints": sorted(p.name for p in run.glob("checkpoint-*")),
-                  "complete": integrity.last_complete_checkpoint(run)}
+    after_save = {
+        "checkpoints": sorted(p.name for p in run.glob("checkpoint-*")),
+        "complete": integrity.last_complete_checkpoint(run),
+    }
     from transformers.trainer_utils import get_last_checkpoint
+
     after_save["transformers_pick"] = get_last_checkpoint(str(run))
     # 2. resume; SIGKILL right after final/'s weights are written, before its metadata
     final = _kill_run(env, "final", "sft_weak", 4)
-    after_final = {"entries": sorted(p.name for p in run.iterdir()),
-                   "complete": [s for s, _ in integrity.complete_checkpoints(run)]}
+    after_final = {
+        "entries": sorted(p.name for p in run.iterdir()),
+        "complete": [s for s, _ in integrity.complete_checkpoints(run)],
+    }
     from inquire_lib import pipeline
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("INQUIRE_ARTIFACTS", env["INQUIRE_ARTIFACTS"])
         mp.setenv("INQUIRE_CACHE", env["INQUIRE_CACHE"])
@@ -242,8 +264,17 @@ def killed(tmp_path_factory):
         done = sft(profile, name="sft_weak", max_steps=4, resume=True)
     seconds = time.time() - t0
     print(f"\nkill tests: two killed smoke SFT subprocesses and the resumed run took {seconds:.1f} s")
-    return {"root": root, "env": env, "run": run, "save": save, "after_save": after_save, "final": final,
-            "after_final": after_final, "done": done, "seconds": seconds}
+    return {
+        "root": root,
+        "env": env,
+        "run": run,
+        "save": save,
+        "after_save": after_save,
+        "final": final,
+        "after_final": after_final,
+        "done": done,
+        "seconds": seconds,
+    }
 
 
 def test_kill_during_checkpoint_save_then_resume_from_the_last_complete(killed):
@@ -266,8 +297,9 @@ def test_kill_between_final_weights_and_metadata_leaves_no_final(killed):
     assert after["complete"] == [2, 4]
     # neither listed as trained nor handed to an evaluation
     assert "sft_weak" not in after["listed"]
-    assert after["error"] == (f"{killed['run'] / 'final'}: checkpoint 'sft_weak' has not been trained "
-                              "for profile 'smoke'")
+    assert after["error"] == (
+        f"{killed['run'] / 'final'}: checkpoint 'sft_weak' has not been trained for profile 'smoke'"
+    )
 
 
 def test_resume_after_both_kills_finishes_with_final_and_metadata(killed):
@@ -312,10 +344,23 @@ def test_grpo_reuse_keys_on_the_start_content_not_its_path(tmp_path):
     knobs = {"max_steps": 2}
     run = tmp_path / "grpo_weak"
     (run / "final").mkdir(parents=True)
-    (run / "final" / "inquire_train.json").write_text(json.dumps({
-        "start": str(start), "start_digest": old, "rewards": ["format"], "n_examples": 3, "config": knobs,
-        "prompts_digest": "p", "reward_params": {},
-        "log_history": [{"step": 1}], "adapter": False, "seconds": 1.0, "samples": []}))
+    (run / "final" / "inquire_train.json").write_text(
+        json.dumps(
+            {
+                "start": str(start),
+                "start_digest": old,
+                "rewards": ["format"],
+                "n_examples": 3,
+                "config": knobs,
+                "prompts_digest": "p",
+                "reward_params": {},
+                "log_history": [{"step": 1}],
+                "adapter": False,
+                "seconds": 1.0,
+                "samples": [],
+            }
+        )
+    )
     integrity.write_marker(run / "final")
     assert grpo.finished_run(run, str(start), old, ["format"], knobs, 3, "p", {}).log_history == [{"step": 1}]
     save_file({"w": torch.zeros(4)}, start / "model.safetensors")  # retrained in place

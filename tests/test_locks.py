@@ -1,4 +1,5 @@
 """A run, and a checkpoint folder being trained, is used by one process at a time."""
+
 from __future__ import annotations
 
 import json
@@ -22,19 +23,28 @@ from inquire_lib.runs import notebooks as runs
 from inquire_lib.runs.paths import REPO_ROOT, root
 from inquire_lib.training.fit import fit
 
-HOLD = ("import sys, time\n"
-        "from inquire_lib.runs import locks\n"
-        "with locks.held(sys.argv[1], sys.argv[2]):\n"
-        "    print('held', flush=True)\n"
-        "    time.sleep(120)\n")
-BUSY = re.compile(r"(.+) is in use by pid (\d+) \(started (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC on (.+)\); lock file (.+)")
+HOLD = (
+    "import sys, time\n"
+    "from inquire_lib.runs import locks\n"
+    "with locks.held(sys.argv[1], sys.argv[2]):\n"
+    "    print('held', flush=True)\n"
+    "    time.sleep(120)\n"
+)
+BUSY = re.compile(
+    r"(.+) is in use by pid (\d+) \(started (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC on (.+)\); lock file (.+)"
+)
 
 
 @contextmanager
 def holder(path: Path, what: str):
     """Another process holding the lock `path` until the block ends (then killed)."""
-    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(path), what], cwd=REPO_ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path), what],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout.readline().strip() == "held", proc.stderr.read()
         yield proc
@@ -47,8 +57,13 @@ def test_a_second_inquire_run_on_a_held_run_stops_at_once_with_one_line():
     lock = root("runs") / "smoke" / "twin" / locks.LOCK_NAME
     with holder(lock, "run smoke/twin") as first:
         t0 = time.monotonic()
-        second = subprocess.run([sys.executable, "-m", "inquire_lib.cli", "run", "--profile", "smoke", "--name", "twin",
-                                 "--only", "01"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+        second = subprocess.run(
+            [sys.executable, "-m", "inquire_lib.cli", "run", "--profile", "smoke", "--name", "twin", "--only", "01"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         seconds = time.monotonic() - t0
         held = json.loads(lock.read_text())
     assert second.returncode == 2 and second.stdout == ""
@@ -71,9 +86,11 @@ def test_a_killed_holders_lock_is_taken_over_with_one_warning(tmp_path: Path):
         with locks.held(lock, "run smoke/twin", warn=warnings.append) as mine:
             assert json.loads(lock.read_text()) == mine and mine["pid"] == os.getpid()
     assert len(warnings) == 1
-    assert warnings[0] == (f"warning: run smoke/twin: taking over the lock of pid {first.pid} (started "
-                           f"{warnings[0].split('(started ')[1].split(' on ')[0]} on {socket.gethostname()}), "
-                           f"which is no longer running ({lock})")
+    assert warnings[0] == (
+        f"warning: run smoke/twin: taking over the lock of pid {first.pid} (started "
+        f"{warnings[0].split('(started ')[1].split(' on ')[0]} on {socket.gethostname()}), "
+        f"which is no longer running ({lock})"
+    )
     assert not lock.exists()
 
 
@@ -82,8 +99,9 @@ def test_a_reused_pid_does_not_keep_a_lock(tmp_path: Path):
     lock = tmp_path / locks.LOCK_NAME
     ticks = locks.start_ticks(os.getpid())
     assert isinstance(ticks, int) and ticks > 0
-    lock.write_text(json.dumps({"pid": os.getpid(), "start_ticks": ticks - 1, "started": "then",
-                                "host": socket.gethostname()}))
+    lock.write_text(
+        json.dumps({"pid": os.getpid(), "start_ticks": ticks - 1, "started": "then", "host": socket.gethostname()})
+    )
     warnings = []
     with locks.held(lock, "run x", warn=warnings.append):
         pass
@@ -96,8 +114,7 @@ def test_a_live_holder_and_one_on_another_host_refuse(tmp_path: Path):
         with pytest.raises(locks.Busy, match=rf"^run x is in use by pid {os.getpid()} \(started .* UTC on "):
             locks.acquire(lock, "run x")
         assert json.loads(lock.read_text()) == mine
-    lock.write_text(json.dumps({"pid": 1, "start_ticks": 1, "started": "2026-01-01 00:00:00 UTC",
-                                "host": "elsewhere"}))
+    lock.write_text(json.dumps({"pid": 1, "start_ticks": 1, "started": "2026-01-01 00:00:00 UTC", "host": "elsewhere"}))
     with pytest.raises(locks.Busy, match="on elsewhere"):
         locks.acquire(lock, "run x")
 
@@ -109,8 +126,10 @@ def test_an_unreadable_lock_file_is_taken_over(tmp_path: Path, monkeypatch):
     warnings = []
     with locks.held(lock, "run x", warn=warnings.append):
         assert json.loads(lock.read_text())["pid"] == os.getpid()
-    assert warnings == [f"warning: run x: taking over the lock of a process that left it unreadable, which is "
-                        f"no longer running ({lock})"]
+    assert warnings == [
+        f"warning: run x: taking over the lock of a process that left it unreadable, which is "
+        f"no longer running ({lock})"
+    ]
 
 
 def test_the_lock_is_released_on_an_exception(tmp_path: Path):
@@ -168,5 +187,7 @@ def test_training_a_folder_another_process_trains_is_refused(tmp_path: Path):
             raise AssertionError(f"trainer.{name} used")
 
     with holder(out_dir / locks.LOCK_NAME, f"training into {out_dir}") as first:
-        with pytest.raises(locks.Busy, match=rf"^training into {re.escape(str(out_dir))} is in use by pid {first.pid} "):
+        with pytest.raises(
+            locks.Busy, match=rf"^training into {re.escape(str(out_dir))} is in use by pid {first.pid} "
+        ):
             fit(Untouched(), out_dir, resume=False)

@@ -1,4 +1,5 @@
 """Stage 2's prompts from the start's own mistakes: the states a policy gets wrong, labelled by the expert."""
+
 import pytest
 
 from inquire_lib.data.benchmark import benchmark, task_at
@@ -37,7 +38,8 @@ def test_only_the_steps_played_wrong_are_kept_with_the_experts_label():
     assert all(outcome[(s["task_id"], s["step"])] == "correct" for s in states if s not in kept)
     assert all(s["id"] == f"mistake/{s['task_id']}/{s['step']}" for s in kept)
     assert mistakes_of(states, played, ("needless_inquiry",)) == [
-        s for s in kept if outcome[(s["task_id"], s["step"])] == "needless_inquiry"]
+        s for s in kept if outcome[(s["task_id"], s["step"])] == "needless_inquiry"
+    ]
     assert mistakes_of(states, played, ("wrong_type",)) == []
     with pytest.raises(ValueError, match="no played step"):
         mistakes_of(states, played[1:])
@@ -85,12 +87,22 @@ def test_a_start_with_few_mistakes_gives_no_more_draws_than_it_has(monkeypatch):
 
 def test_the_played_tasks_and_the_cache_key():
     profile = SMOKE.replace(grpo_mistake_tasks=3)
-    assert [t.task_id for t in mistake_tasks(profile)] == [task_at(SMOKE.seed, "train", 1_475_000 + i).task_id
-                                                           for i in range(3)]
+    assert [t.task_id for t in mistake_tasks(profile)] == [
+        task_at(SMOKE.seed, "train", 1_475_000 + i).task_id for i in range(3)
+    ]
     key = play_key(profile, "d0")
     assert key == play_key(profile, "d0") and len(key) == 16
-    assert len({key, play_key(profile, "d1"), play_key(profile.replace(grpo_mistake_tasks=4), "d0"),
+    assert (
+        len(
+            {
+                key,
+                play_key(profile, "d1"),
+                play_key(profile.replace(grpo_mistake_tasks=4), "d0"),
                 play_key(profile.replace(max_episode_steps=9), "d0"),
                 play_key(profile.replace(grpo_mistake_outcomes=("needless_inquiry",)), "d0"),
-                play_key(profile.replace(eval_batch=7), "d0")}) == 6
+                play_key(profile.replace(eval_batch=7), "d0"),
+            }
+        )
+        == 6
+    )
     assert play_key(profile.replace(grpo_steps=99), "d0") == key  # training settings do not change the play

@@ -1,5 +1,6 @@
 """The offline tiny Qwen2.5-VL: built without a download, reloaded like a hub checkpoint, and its
 4-bit QLoRA form on CPU, where inference and training must interleave."""
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,11 @@ def test_build_tiny_model_reloads_through_auto_classes(cache):
     assert isinstance(proc, Qwen2_5_VLProcessor)
     spec = models.TINY_SIZES["smoke"]
     text = model.config.text_config
-    assert (text.hidden_size, text.num_hidden_layers, text.num_attention_heads) == \
-        (spec["hidden"], spec["layers"], spec["heads"])
+    assert (text.hidden_size, text.num_hidden_layers, text.num_attention_heads) == (
+        spec["hidden"],
+        spec["layers"],
+        spec["heads"],
+    )
     assert model.config.vision_config.out_hidden_size == spec["hidden"]
     n = models.n_params(model)
     assert 100_000 < n < 1_000_000
@@ -62,17 +66,23 @@ def test_build_is_cached_and_not_rebuilt(cache):
 
 # sha256 (first 16 hex digits) of the default smoke tiny model's files, taken before train_values
 # existed: the default tokenizer and weights must not move
-DEFAULT_SMOKE_FILES = {"tokenizer.json": "b4a3954b7b39e099", "model.safetensors": "06b93e6512db03ac",
-                       "inquire_tiny.json": "38dfe08cc60fd5d5", "config.json": "b2aba9b78da186eb"}
+DEFAULT_SMOKE_FILES = {
+    "tokenizer.json": "b4a3954b7b39e099",
+    "model.safetensors": "06b93e6512db03ac",
+    "inquire_tiny.json": "38dfe08cc60fd5d5",
+    "config.json": "b2aba9b78da186eb",
+}
 
 
 def _sha16(path) -> str:
     import hashlib
+
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def test_default_tiny_model_is_unchanged(cache):
     from pathlib import Path
+
     _, path = cache
     assert {name: _sha16(Path(path) / name) for name in DEFAULT_SMOKE_FILES} == DEFAULT_SMOKE_FILES
 
@@ -81,6 +91,7 @@ def test_procedural_train_values_get_a_tokenizer_and_cache_of_their_own(tmp_path
     """The tokenizer learns from the kind of training text the model will see; the two settings never
     share a cache folder."""
     from pathlib import Path
+
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     torch.set_num_threads(1)
     proc = models.model_path(SMOKE.replace(train_values="procedural"))
@@ -98,7 +109,7 @@ def test_the_tokenizer_corpus_follows_train_values():
 
 
 def _sublist(small: list, big: list) -> bool:
-    return any(big[i:i + len(small)] == small for i in range(len(big) - len(small) + 1))
+    return any(big[i : i + len(small)] == small for i in range(len(big) - len(small) + 1))
 
 
 def test_isolated_spaces_make_a_value_the_same_tokens_in_the_instruction_and_in_the_action():
@@ -110,7 +121,8 @@ def test_isolated_spaces_make_a_value_the_same_tokens_in_the_instruction_and_in_
 
     held_out = ["Dante Moreau", "got the tickets", "travel pillow", "Lakeside Pier", "Quarterly report", "18"]
     assert {"Dante", "Moreau", "got the tickets", "travel pillow", "Lakeside Pier", "Quarterly report", 18} <= {
-        v for _, test in POOLS.values() for v in test}
+        v for _, test in POOLS.values() for v in test
+    }
     for spaces, copies in (("isolated", True), ("attached", False)):
         tok = models.build_tokenizer(1024, "procedural", spaces)
         same = []
@@ -267,11 +279,19 @@ def test_4bit_quantises_the_language_model_only(qlora):
 def test_eval_forward_then_training_step_on_4bit_lora(qlora):
     model, proc = qlora
     screen = Image.new("RGB", (360, 720), (200, 220, 240))
-    text = proc.apply_chat_template(prompt_messages({"instruction": "Open Chat", "history": [], "a11y": [],
-                                                     "screenshot": screen, "prev_screenshot": None}, SMOKE),
-                                    tokenize=False, add_generation_prompt=True)
-    enc = proc(text=[text + '<think>x</think><tool_call>{"name": "mobile_use"}</tool_call>'], images=[screen],
-               return_tensors="pt").to(model.device)
+    text = proc.apply_chat_template(
+        prompt_messages(
+            {"instruction": "Open Chat", "history": [], "a11y": [], "screenshot": screen, "prev_screenshot": None},
+            SMOKE,
+        ),
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    enc = proc(
+        text=[text + '<think>x</think><tool_call>{"name": "mobile_use"}</tool_call>'],
+        images=[screen],
+        return_tensors="pt",
+    ).to(model.device)
     model.eval()
     with torch.no_grad():
         logits = model(**enc).logits  # the eval-mode forward that, unpatched, repacks 4-bit weights

@@ -1,4 +1,5 @@
 """Notebook 01 runs under the smoke profile and writes its metrics and figures."""
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,16 @@ def test_notebook_01_smoke(tmp_path, monkeypatch):
     # repo stays importable from there
     monkeypatch.setenv("INQUIRE_FIGURES", str(tmp_path / "figures"))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(runs.REPO_ROOT), os.environ.get("PYTHONPATH")])))
-    manifest = runs.run_notebooks("smoke", only=["01"], out_root=tmp_path / "papermill_runs", cwd=tmp_path,
-                                  progress_bar=False, log=None)
+    manifest = runs.run_notebooks(
+        "smoke", only=["01"], out_root=tmp_path / "papermill_runs", cwd=tmp_path, progress_bar=False, log=None
+    )
     assert manifest["status"] == "ok"
     assert [nb["name"] for nb in manifest["notebooks"]] == ["01_explore_inquirebench"]
     assert (tmp_path / "papermill_runs" / "smoke" / "default" / "01_explore_inquirebench.ipynb").exists()
 
-    m = json.loads((tmp_path / "papermill_runs" / "smoke" / "default" / "metrics" / "01_explore_inquirebench.json").read_text())
+    m = json.loads(
+        (tmp_path / "papermill_runs" / "smoke" / "default" / "metrics" / "01_explore_inquirebench.json").read_text()
+    )
     assert m["notebook"] == "01_explore_inquirebench" and m["profile"] == "smoke" and m["seed"] == 0
     assert m["n_tasks"] == explore.coverage_tasks() == 54
     assert m["n_categories"] == 5 and m["n_subcategories"] == 22
@@ -38,8 +42,11 @@ def test_notebook_01_smoke(tmp_path, monkeypatch):
     assert prompt["text"]["n"] == m["stats"]["steps"] and prompt["text"]["min"] > 10
     assert prompt["image_tokens"]["min"] == 32  # 360x720 -> 112x224: 4 x 8 patches of 28 pixels
     assert m["inquiremobile_samples"] == {
-        "tasks": 10, "task_categories": {"combination": 2, "intension": 2, "privacy": 2, "risk": 2, "uncertainty": 2},
-        "grpo_records": 4, "grpo_frames": {"original": 1, "resized": 0, "none": 2, "inconsistent": 1}}
+        "tasks": 10,
+        "task_categories": {"combination": 2, "intension": 2, "privacy": 2, "risk": 2, "uncertainty": 2},
+        "grpo_records": 4,
+        "grpo_frames": {"original": 1, "resized": 0, "none": 2, "inconsistent": 1},
+    }
     assert m["manifest"]["profile"] == "smoke"
 
     assert sorted(m["figures"]) == sorted(FIGURES)

@@ -1,6 +1,7 @@
 """Notebooks in git are the sources: no outputs, no execution counts, one literal `parameters` cell,
 stored as Jupyter writes them, and all of one idiom (the `inquire_lib.pipeline` front door, a metrics
 file named after the notebook)."""
+
 from __future__ import annotations
 
 import ast

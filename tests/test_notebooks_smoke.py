@@ -5,6 +5,7 @@ The notebooks run in a copy of the library and notebooks inside a temporary fold
 INQUIRE_CACHE and INQUIRE_ARTIFACTS: whatever they write (executed copies, metrics, predictions,
 figures, checkpoints, the cached base agent) lands there, never in the working tree.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,12 +24,27 @@ from inquire_lib.training.selection import choose
 SMOKE = get_profile("smoke")
 
 pytestmark = pytest.mark.slow
-NOTEBOOKS = ("01_explore_inquirebench", "02_sft_qlora", "03_grpo_action_level", "04_grpo_task_level", "05_evaluate",
-             "06_inspect_trajectories", "07_ablations")
+NOTEBOOKS = (
+    "01_explore_inquirebench",
+    "02_sft_qlora",
+    "03_grpo_action_level",
+    "04_grpo_task_level",
+    "05_evaluate",
+    "06_inspect_trajectories",
+    "07_ablations",
+)
 
 COPIED = ("inquire_lib", "notebooks")
-RATES = ("format", "type_accuracy", "step_accuracy", "inquiry_recall", "inquiry_precision", "needless_rate",
-         "click_in_bbox", "safe_step_accuracy")
+RATES = (
+    "format",
+    "type_accuracy",
+    "step_accuracy",
+    "inquiry_recall",
+    "inquiry_precision",
+    "needless_rate",
+    "click_in_bbox",
+    "safe_step_accuracy",
+)
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +52,9 @@ def smoke_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("notebooks")
     repo = root / "repo"
     for rel in COPIED:
-        shutil.copytree(runs.REPO_ROOT / rel, repo / rel,
-                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        shutil.copytree(
+            runs.REPO_ROOT / rel, repo / rel, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints")
+        )
     with pytest.MonkeyPatch.context() as mp:
         # papermill's kernels inherit this process's environment
         mp.setenv("INQUIRE_CACHE", str(root / "cache"))
@@ -46,16 +63,30 @@ def smoke_run(tmp_path_factory):
         mp.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(repo), os.environ.get("PYTHONPATH")])))
         mp.setenv("CI", "1")
         t0 = time.perf_counter()
-        manifest = runs.run_notebooks("smoke", out_root=repo / "papermill_runs", notebooks_dir=repo / "notebooks",
-                                      cwd=repo, progress_bar=False, log=None)
+        manifest = runs.run_notebooks(
+            "smoke",
+            out_root=repo / "papermill_runs",
+            notebooks_dir=repo / "notebooks",
+            cwd=repo,
+            progress_bar=False,
+            log=None,
+        )
         seconds = time.perf_counter() - t0
-    print(f"\nall notebooks: {seconds:.0f} s; " + ", ".join(f"{nb['name']} {nb['duration_s']:.0f} s"
-                                                          for nb in manifest["notebooks"]))
+    print(
+        f"\nall notebooks: {seconds:.0f} s; "
+        + ", ".join(f"{nb['name']} {nb['duration_s']:.0f} s" for nb in manifest["notebooks"])
+    )
     run = repo / "papermill_runs" / "smoke" / "default"
-    return {"root": root, "repo": repo, "run": run, "manifest": manifest, "seconds": seconds,
-            "names": [nb["name"] for nb in manifest["notebooks"]],
-            # the notebooks as copied (others may add some to the working tree meanwhile)
-            "copied": [p.stem for p in runs.discover_notebooks(repo / "notebooks")]}
+    return {
+        "root": root,
+        "repo": repo,
+        "run": run,
+        "manifest": manifest,
+        "seconds": seconds,
+        "names": [nb["name"] for nb in manifest["notebooks"]],
+        # the notebooks as copied (others may add some to the working tree meanwhile)
+        "copied": [p.stem for p in runs.discover_notebooks(repo / "notebooks")],
+    }
 
 
 def metrics(smoke_run, name: str) -> dict:
@@ -91,15 +122,21 @@ def test_saved_outputs_are_quiet_and_small(smoke_run):
 
     for name in NOTEBOOKS:
         nb = nbformat.read(smoke_run["run"] / f"{name}.ipynb", as_version=4)
-        streams = [o["text"] for c in nb.cells if c.cell_type == "code" for o in c.outputs
-                   if o["output_type"] == "stream" and o["name"] == "stderr"]
+        streams = [
+            o["text"]
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.outputs
+            if o["output_type"] == "stream" and o["name"] == "stderr"
+        ]
         assert not [t for t in streams if "warn" in t.lower()], (name, streams)
     assert (smoke_run["run"] / "06_inspect_trajectories.ipynb").stat().st_size < 2_000_000
     entries = {nb["name"]: nb for nb in smoke_run["manifest"]["notebooks"]}
     assert [s["name"] for s in entries["02_sft_qlora"]["stages"] if s["stage"] == "sft"] == ["sft_full", "sft_weak"]
     # notebook 04 reads back what 02's DAgger table played with sft_full on the same held-out tasks
     assert {"stage": "evaluate tasks", "name": "sft_full", "reused": True} in [
-        {k: s.get(k) for k in ("stage", "name", "reused")} for s in entries["04_grpo_task_level"]["stages"]]
+        {k: s.get(k) for k in ("stage", "name", "reused")} for s in entries["04_grpo_task_level"]["stages"]
+    ]
 
 
 def test_kernels_saw_the_private_cache_and_artifacts(smoke_run):
@@ -187,18 +224,26 @@ def test_03_grpo_metrics(smoke_run):
     assert set(m["seeds"]) == {"grpo_weak", "grpo_full"}
     for name, start in (("grpo_weak", "sft_weak"), ("grpo_full", "sft_full")):
         isr = m["seeds"][name]["inquiry_recall"]
-        assert list(isr["seeds"]) == [name, f"{name}_s1"] == [name] + [f"{name}_s{k}" for k in range(1, SMOKE.grpo_seeds)]
+        assert (
+            list(isr["seeds"]) == [name, f"{name}_s1"] == [name] + [f"{name}_s{k}" for k in range(1, SMOKE.grpo_seeds)]
+        )
         assert isr["start"] == m["stages"][start]["inquiry_recall"]["value"]
         changes = [s["change"] for s in isr["seeds"].values()]
         assert isr["mean_change"] == pytest.approx(sum(changes) / len(changes))
         assert isr["seeds"][name]["value"] == m["stages"][name]["inquiry_recall"]["value"]
-        record = json.loads((smoke_run["root"] / "artifacts" / "smoke" / f"{name}_s1" / "selected" /
-                             "inquire_train.json").read_text())
+        record = json.loads(
+            (smoke_run["root"] / "artifacts" / "smoke" / f"{name}_s1" / "selected" / "inquire_train.json").read_text()
+        )
         assert record["config"]["seed"] == SMOKE.seed + 1 and record["start"].endswith(start + "/final")
         step = json.loads((smoke_run["run"] / "metrics" / f"step_{name}_s1.json").read_text())
         assert step["overall"]["inquiry_recall"]["value"] == isr["seeds"][f"{name}_s1"]["value"]
-    assert set(m["weak_gain_aim"]) == {"mean_isr_gain", "every_seed_isr_gain", "every_seed_needless",
-                                       "every_seed_safe_step", "met"}
+    assert set(m["weak_gain_aim"]) == {
+        "mean_isr_gain",
+        "every_seed_isr_gain",
+        "every_seed_needless",
+        "every_seed_safe_step",
+        "met",
+    }
     for name in ("grpo_weak", "grpo_full"):
         assert (smoke_run["root"] / "artifacts" / "smoke" / name / "final" / "inquire_train.json").exists()
         # a checkpoint per step (grpo_save_steps=1), both scored on validation, the choice recorded
@@ -280,7 +325,9 @@ def test_07_ablations_metrics(smoke_run):
         assert row["n_seeds"] == 1 and row["n_items"] > 0
         # one seed, the same items on both sides: the effect is the difference of the two rates
         assert row["effect"] == pytest.approx(row["variant_rate"] - row["reference_rate"]), row
-        assert row["lo"] <= row["effect"] <= row["hi"] and row["reference"] == ablations.VARIANTS[row["variant"]].reference
+        assert (
+            row["lo"] <= row["effect"] <= row["hi"] and row["reference"] == ablations.VARIANTS[row["variant"]].reference
+        )
     sweep = json.loads((smoke_run["run"] / "ablations" / "sweep.json").read_text())
     assert sweep["status"] == "finished" and len(sweep["points"]) == len(m["points"])
     assert sweep["parallel"] == SMOKE.parallel_runs == 2  # the smoke sweep runs two points at a time
@@ -319,21 +366,45 @@ def test_nbconvert_html_shows_every_figure(smoke_run, tmp_path):
         assert "widgets" not in nb.metadata, name
         # every figure output (show_fig's bundle) carries its PNG; each top-level call made one, and
         # calls inside a loop or branch may make any number (04's self-corrections: none on smoke)
-        shown = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-                 if "application/vnd.plotly.v1+json" in o.get("data", {})]
+        shown = [
+            o
+            for c in nb.cells
+            if c.cell_type == "code"
+            for o in c.outputs
+            if "application/vnd.plotly.v1+json" in o.get("data", {})
+        ]
         assert all("image/png" in o["data"] for o in shown), name
-        top_level = sum(line.startswith("pipeline.show_fig(") for c in nb.cells if c.cell_type == "code"
-                        for line in c.source.splitlines())
+        top_level = sum(
+            line.startswith("pipeline.show_fig(")
+            for c in nb.cells
+            if c.cell_type == "code"
+            for line in c.source.splitlines()
+        )
         assert shown and len(shown) >= top_level, f"{name}: {len(shown)} figures for {top_level} calls"
         calls = len(shown)
         html_path = tmp_path / f"{name}.html"
         html_path.write_text(HTMLExporter().from_notebook_node(nb)[0], encoding="utf-8")
-        proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                               "--disable-dev-shm-usage", f"--user-data-dir={tmp_path / ('p-' + name)}",
-                               "--dump-dom", html_path.as_uri()], capture_output=True, text=True, timeout=180)
+        proc = subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-dev-shm-usage",
+                f"--user-data-dir={tmp_path / ('p-' + name)}",
+                "--dump-dom",
+                html_path.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
-        images = [Image.open(io.BytesIO(base64.b64decode(data))) for data in
-                  re.findall(r'<img\b[^>]*?\ssrc="data:image/png;base64,([^"]+)"', proc.stdout)]
+        images = [
+            Image.open(io.BytesIO(base64.b64decode(data)))
+            for data in re.findall(r'<img\b[^>]*?\ssrc="data:image/png;base64,([^"]+)"', proc.stdout)
+        ]
         # screenshots shown beside the figures (notebook 02's relabelled states, 180 px wide) are
         # images too; a figure is the size save_fig exports, with more than a blank canvas in it
         figures = [img for img in images if img.width >= 300 and img.height >= 200]

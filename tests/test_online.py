@@ -1,4 +1,5 @@
 """Tests for inquire_lib.evaluation.episodes: task-level episodes in PhoneEnv, metrics and files."""
+
 import io
 import json
 import re
@@ -70,11 +71,14 @@ def test_expert_outputs_are_model_frame_and_parsed_back_to_screen(expert_episode
     clicks = [st for e in expert_episodes for st in e["steps"] if st["parsed_action"]["action"] == "click"]
     assert len(clicks) > 50
     for st in clicks:
-        raw_xy = json.loads(re.search(r"<tool_call>(.*)</tool_call>", st["raw_output"]).group(1))["arguments"]["coordinate"]
+        raw_xy = json.loads(re.search(r"<tool_call>(.*)</tool_call>", st["raw_output"]).group(1))["arguments"][
+            "coordinate"
+        ]
         assert 0 <= raw_xy[0] < frame.model_w and 0 <= raw_xy[1] < frame.model_h
         assert tuple(st["parsed_action"]["coordinate"]) == frame.to_screen(raw_xy)
-    assert any(tuple(st["parsed_action"]["coordinate"]) != tuple(st["gold_action"]["coordinate"]) for st in clicks), \
+    assert any(tuple(st["parsed_action"]["coordinate"]) != tuple(st["gold_action"]["coordinate"]) for st in clicks), (
         "rounding through the model frame should move at least one click by a pixel"
+    )
 
 
 def test_always_ask_never_succeeds_and_asks_needlessly(tasks):
@@ -108,8 +112,9 @@ def test_random_policy_rarely_succeeds_and_is_reproducible(tasks):
 
 
 def test_unreadable_output_is_an_invalid_step(tasks):
-    eps = online.run_episodes(lambda recs, envs: ["I think I will click somewhere."] * len(recs), tasks[:3], PROFILE,
-                              max_steps=4)
+    eps = online.run_episodes(
+        lambda recs, envs: ["I think I will click somewhere."] * len(recs), tasks[:3], PROFILE, max_steps=4
+    )
     for e in eps:
         assert e["n_steps"] == 4 and e["info"]["invalid"] == 4 and not e["success"]
         assert {st["outcome"] for st in e["steps"]} == {"unparseable"}
@@ -126,18 +131,29 @@ def _detour_then_back(profile):
         for k, (rec, env) in enumerate(zip(recs, envs)):
             if len(rec["history"]) == 1:
                 step = env.current_step
-                wrong = next(e for e in step.screen.elements if e.clickable and e.id != step.target
-                             and e.id.startswith("r") and step.inquiry is None)
-                outs[k] = format_completion("Trying this row. Inquiry check: not needed, because it is safe.",
-                                            frame.action_to_model(Action("click", coordinate=centre(wrong.bbox))))
+                wrong = next(
+                    e
+                    for e in step.screen.elements
+                    if e.clickable and e.id != step.target and e.id.startswith("r") and step.inquiry is None
+                )
+                outs[k] = format_completion(
+                    "Trying this row. Inquiry check: not needed, because it is safe.",
+                    frame.action_to_model(Action("click", coordinate=centre(wrong.bbox))),
+                )
         return outs
+
     return act
 
 
 def test_detour_and_recovery_are_found(tasks):
     # tasks whose second screen is a plain list with a non-target row
-    picks = [t for t in tasks if not t.inquiry_required and t.steps[1].inquiry is None
-             and any(e.id.startswith("r") and e.clickable and e.id != t.steps[1].target for e in t.steps[1].screen.elements)][:3]
+    picks = [
+        t
+        for t in tasks
+        if not t.inquiry_required
+        and t.steps[1].inquiry is None
+        and any(e.id.startswith("r") and e.clickable and e.id != t.steps[1].target for e in t.steps[1].screen.elements)
+    ][:3]
     assert len(picks) == 3
     eps = online.run_episodes(_detour_then_back(PROFILE), picks, PROFILE)
     for e in eps:
@@ -164,12 +180,34 @@ def test_evaluate_tasks_writes_trajectories_and_metrics(tmp_path, tasks):
     lines = (run / "eval" / "expert" / "trajectories.jsonl").read_text().splitlines()
     assert len(lines) == 4
     ep = json.loads(lines[0])
-    assert {"checkpoint", "task_id", "category", "subcategory", "instruction", "inquiry_required", "success", "info",
-            "steps", "frame", "detour", "recovered"} <= set(ep)
+    assert {
+        "checkpoint",
+        "task_id",
+        "category",
+        "subcategory",
+        "instruction",
+        "inquiry_required",
+        "success",
+        "info",
+        "steps",
+        "frame",
+        "detour",
+        "recovered",
+    } <= set(ep)
     assert ep["info"]["success"] is True and ep["n_steps"] == len(ep["steps"]) == some[0].steps.__len__()
     for st in ep["steps"]:
-        assert {"step", "screenshot", "raw_output", "think", "parsed_action", "parse_error", "user_reply", "history",
-                "outcome", "gold_action"} <= set(st)
+        assert {
+            "step",
+            "screenshot",
+            "raw_output",
+            "think",
+            "parsed_action",
+            "parse_error",
+            "user_reply",
+            "history",
+            "outcome",
+            "gold_action",
+        } <= set(st)
         assert st["screenshot"] == f"screens/traj_expert_{ep['task_id']}_{st['step']}.png"
         with Image.open(run / "eval" / st["screenshot"]) as im:
             assert im.size == (360, 720)

@@ -1,4 +1,5 @@
 """The inquiry operating curve: the maths on known margins, and the fork found in real generation."""
+
 import math
 
 import numpy as np
@@ -64,12 +65,14 @@ def tokenizer(tmp_path_factory):
     from transformers import AutoTokenizer
 
     from inquire_lib.training.models import build_tiny_model
+
     return AutoTokenizer.from_pretrained(build_tiny_model(tmp_path_factory.mktemp("tiny"), "smoke"))
 
 
 @pytest.mark.parametrize("use_think", [True, False])
 def test_fork_tokens_part_an_asking_completion_from_an_acting_one(tokenizer, use_think):
     from inquire_lib.evaluation.fork import find_fork
+
     fork = find_fork(tokenizer, use_think)
     assert fork.ask_token != fork.act_token
     ask_text = "Inquiry check: needed" if use_think else '"action": "call_user"'
@@ -80,6 +83,7 @@ def test_fork_bias_records_the_margin_and_shifts_only_the_fork(tokenizer):
     import torch
 
     from inquire_lib.evaluation.fork import ForkBias, find_fork
+
     fork = find_fork(tokenizer, use_think=True)
     prompt = tokenizer.encode("Task: delete it", add_special_tokens=False)
     at_fork = tokenizer.encode("<think>Target: Delete <b0>. Inquiry check:", add_special_tokens=False)
@@ -87,7 +91,7 @@ def test_fork_bias_records_the_margin_and_shifts_only_the_fork(tokenizer):
     pad = [tokenizer.pad_token_id] * (len(at_fork) - len(elsewhere))  # special: decodes to nothing
     ids = torch.tensor([prompt + at_fork, prompt + pad + elsewhere])
     proc = ForkBias(tokenizer, fork, bias=2.5)
-    proc(ids[:, :len(prompt)], torch.zeros(2, len(tokenizer)))  # the first call sees the prompt only
+    proc(ids[:, : len(prompt)], torch.zeros(2, len(tokenizer)))  # the first call sees the prompt only
     scores = torch.zeros(2, len(tokenizer))
     scores[:, fork.ask_token] = 1.0
     scores[:, fork.act_token] = 3.0
@@ -125,15 +129,18 @@ def test_ask_bias_processor_shifts_the_tool_calls_ask_token_only(tokenizer):
     import torch
 
     from inquire_lib.evaluation.fork import ask_bias_processor, find_fork
+
     fork = find_fork(tokenizer, use_think=False)
     prompt = tokenizer.encode("Task: delete it", add_special_tokens=False)
-    at_action = tokenizer.encode('<tool_call>{"name": "mobile_use", "arguments": {"action": "', add_special_tokens=False)
+    at_action = tokenizer.encode(
+        '<tool_call>{"name": "mobile_use", "arguments": {"action": "', add_special_tokens=False
+    )
     at_think = tokenizer.encode("<think>Target: Delete <b0>. Inquiry check:", add_special_tokens=False)
     width = max(len(at_action), len(at_think))
     pad = lambda ids: [tokenizer.pad_token_id] * (width - len(ids)) + ids  # special: decodes to nothing
     ids = torch.tensor([prompt + pad(at_action), prompt + pad(at_think)])
     proc = ask_bias_processor(tokenizer, -4.0)()
-    proc(ids[:, :len(prompt)], torch.zeros(2, len(tokenizer)))
+    proc(ids[:, : len(prompt)], torch.zeros(2, len(tokenizer)))
     scores = torch.zeros(2, len(tokenizer))
     scores[:, fork.ask_token] = 5.0
     out = proc(ids, scores.clone())

@@ -3,6 +3,7 @@
 known. Both run through the project's own paths (`training.sft._run_sft`, `training.grpo.grpo`) on the
 smoke profile's tiny model, with full weights (no LoRA, no 4-bit): only the optimizer moves them, so
 either test fails when the optimizer step does nothing."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,8 +21,9 @@ def test_sft_overfits_one_batch(tmp_path):
 
     torch.set_num_threads(1)
     batch = training_records(benchmark(SMOKE)["train"].select(range(SMOKE.sft_batch)), SMOKE, 1.0)
-    res = _run_sft(SMOKE, start=None, out_dir=tmp_path / "sft", inquiry_fraction=1.0, train=batch, steps=100,
-                   lr=1e-2, warmup=1)
+    res = _run_sft(
+        SMOKE, start=None, out_dir=tmp_path / "sft", inquiry_fraction=1.0, train=batch, steps=100, lr=1e-2, warmup=1
+    )
     logged = [(h["step"], h["loss"]) for h in res.log_history if "loss" in h]
     losses = [loss for _, loss in logged]
     assert res.n_examples == SMOKE.sft_batch == 4 and logged[-1][0] == 100
@@ -45,8 +47,14 @@ def test_grpo_raises_the_reward_of_a_one_prompt_toy(monkeypatch):
     torch.set_num_threads(1)
     monkeypatch.setattr(grpo, "build_reward_funcs", lambda names, profile: [even_tokens])
     # one prompt a step, 8 samples of 16 tokens each; every completion token carries the loss
-    toy = SMOKE.replace(grpo_prompts_per_step=1, num_generations=8, max_completion_length=16, top_entropy_quantile=1.0,
-                        grpo_lr=1e-2, reward_weights={"even_tokens": 1.0})
+    toy = SMOKE.replace(
+        grpo_prompts_per_step=1,
+        num_generations=8,
+        max_completion_length=16,
+        top_entropy_quantile=1.0,
+        grpo_lr=1e-2,
+        reward_weights={"even_tokens": 1.0},
+    )
     prompt = grpo.grpo_records(toy, n=1)
     res = grpo.grpo(toy, start=None, name="toy", max_steps=30, train=prompt, reward_names=("even_tokens",))
     rewards = [h["reward"] for h in res.log_history if "reward" in h]

@@ -1,5 +1,6 @@
 """Profile overrides: typed parsing, one-line refusals naming the key, default run names, and the
 `inquire run --set/--name` and `inquire profile --set` front ends (refused before any kernel starts)."""
+
 from __future__ import annotations
 
 import json
@@ -7,34 +8,65 @@ import json
 import pytest
 
 from inquire_lib import cli
-from inquire_lib.profiles import (OverrideError, apply_overrides, check_overrides, default_run_name, get_profile,
-                                  overridable_fields, parse_overrides)
+from inquire_lib.profiles import (
+    OverrideError,
+    apply_overrides,
+    check_overrides,
+    default_run_name,
+    get_profile,
+    overridable_fields,
+    parse_overrides,
+)
 from inquire_lib.runs import paths
 from inquire_lib.training.sft import BASE_AGENT_VERSION, base_agent_dir
 
 
 def test_parse_overrides_types_every_kind():
-    got = parse_overrides(["grpo_lr=1e-4", "missed_penalty=2", "grpo_steps=30", "use_a11y=false",
-                           "model=tiny:cpu", "reward_weights=format:1,action:1,inquiry:2", "train_seed=none", "lora_targets=q_proj,v_proj",
-                           "grpo_followup_share=0.25"])
-    assert got == {"grpo_lr": 0.0001, "missed_penalty": 2.0, "grpo_steps": 30, "use_a11y": False,
-                   "model": "tiny:cpu", "reward_weights": {"format": 1.0, "action": 1.0, "inquiry": 2.0}, "train_seed": None,
-                   "lora_targets": ("q_proj", "v_proj"), "grpo_followup_share": 0.25}
+    got = parse_overrides(
+        [
+            "grpo_lr=1e-4",
+            "missed_penalty=2",
+            "grpo_steps=30",
+            "use_a11y=false",
+            "model=tiny:cpu",
+            "reward_weights=format:1,action:1,inquiry:2",
+            "train_seed=none",
+            "lora_targets=q_proj,v_proj",
+            "grpo_followup_share=0.25",
+        ]
+    )
+    assert got == {
+        "grpo_lr": 0.0001,
+        "missed_penalty": 2.0,
+        "grpo_steps": 30,
+        "use_a11y": False,
+        "model": "tiny:cpu",
+        "reward_weights": {"format": 1.0, "action": 1.0, "inquiry": 2.0},
+        "train_seed": None,
+        "lora_targets": ("q_proj", "v_proj"),
+        "grpo_followup_share": 0.25,
+    }
     assert isinstance(got["missed_penalty"], float) and isinstance(got["grpo_steps"], int)
     assert parse_overrides(["grpo_lr=1", "grpo_lr=3e-4"]) == {"grpo_lr": 0.0003}  # the last one wins
     assert parse_overrides(["grpo_followup_share=none"]) == {"grpo_followup_share": None}
 
 
-@pytest.mark.parametrize("items,pattern", [
-    (["grpo_lrr=1e-4"], r"^unknown profile field 'grpo_lrr' \(did you mean grpo_lr\?\); valid fields: a11y_coords, .*grpo_lr, "),
-    (["grpo_lr=abc"], r"^profile field 'grpo_lr' takes a float, got 'abc'$"),
-    (["grpo_steps=2.5"], r"^profile field 'grpo_steps' takes an int, got '2.5'$"),
-    (["grpo_followup_share=half"], r"^profile field 'grpo_followup_share' takes a float or none, got 'half'$"),
-    (["use_a11y=maybe"], r"^profile field 'use_a11y' takes a bool \(true/false\), got 'maybe'$"),
-    (["name=cpu"], r"^unknown profile field 'name'"),
-    (["reward_weights=1,1,2"], r"^profile field 'reward_weights' takes name:value pairs"),
-    (["grpo_lr"], r"^override 'grpo_lr' is not KEY=VALUE"),
-])
+@pytest.mark.parametrize(
+    "items,pattern",
+    [
+        (
+            ["grpo_lrr=1e-4"],
+            r"^unknown profile field 'grpo_lrr' \(did you mean grpo_lr\?\); valid fields: a11y_coords, .*grpo_lr, ",
+        ),
+        (["grpo_lr=abc"], r"^profile field 'grpo_lr' takes a float, got 'abc'$"),
+        (["grpo_steps=2.5"], r"^profile field 'grpo_steps' takes an int, got '2.5'$"),
+        (["grpo_followup_share=half"], r"^profile field 'grpo_followup_share' takes a float or none, got 'half'$"),
+        (["use_a11y=maybe"], r"^profile field 'use_a11y' takes a bool \(true/false\), got 'maybe'$"),
+        (["name=cpu"], r"^unknown profile field 'name'"),
+        (["reward_weights=1,1,2"], r"^profile field 'reward_weights' takes name:value pairs"),
+        (["grpo_lr"], r"^override 'grpo_lr' is not KEY=VALUE"),
+    ],
+)
 def test_bad_overrides_fail_in_one_line_naming_the_key(items, pattern):
     with pytest.raises(OverrideError, match=pattern) as info:
         parse_overrides(items)
@@ -43,13 +75,15 @@ def test_bad_overrides_fail_in_one_line_naming_the_key(items, pattern):
 
 def test_python_values_are_checked_as_strictly():
     assert check_overrides({"missed_penalty": 2, "grpo_steps": 3}) == {"grpo_steps": 3, "missed_penalty": 2.0}
-    for bad, pattern in [({"grpo_lr": "1e-4"}, "'grpo_lr' takes a float, got '1e-4'"),
-                         ({"grpo_steps": True}, "'grpo_steps' takes an int, got True"),
-                         ({"use_think": 1}, "'use_think' takes a bool, got 1"),
-                         ({"reward_weights": {"format": "x"}}, "'reward_weights' takes a list of float"),
-                         ({"reward_weights": [1.0]}, "'reward_weights' takes a non-empty dict of str to float"),
-                         ({"lora_targets": ["q", 1]}, "'lora_targets' takes a list of str"),
-                         ({"nope": 1}, "unknown profile field 'nope'")]:
+    for bad, pattern in [
+        ({"grpo_lr": "1e-4"}, "'grpo_lr' takes a float, got '1e-4'"),
+        ({"grpo_steps": True}, "'grpo_steps' takes an int, got True"),
+        ({"use_think": 1}, "'use_think' takes a bool, got 1"),
+        ({"reward_weights": {"format": "x"}}, "'reward_weights' takes a list of float"),
+        ({"reward_weights": [1.0]}, "'reward_weights' takes a non-empty dict of str to float"),
+        ({"lora_targets": ["q", 1]}, "'lora_targets' takes a list of str"),
+        ({"nope": 1}, "unknown profile field 'nope'"),
+    ]:
         with pytest.raises(OverrideError, match=pattern):
             check_overrides(bad)
     with pytest.raises(OverrideError, match="must be a dict"):
@@ -106,7 +140,11 @@ def test_base_agent_is_shared_unless_an_override_shapes_it(monkeypatch, tmp_path
     assert plain == tmp_path / "models" / f"base-agent-smoke-s0-v{BASE_AGENT_VERSION}"
     assert base_agent_dir(apply_overrides("smoke", {"grpo_lr": 1e-4, "sft_lr": 1e-3})) == plain
     shaped = base_agent_dir(apply_overrides("smoke", {"base_agent_steps": 8}))
-    assert shaped.parent == plain.parent and shaped.name.startswith(plain.name + "-o") and len(shaped.name) == len(plain.name) + 12
+    assert (
+        shaped.parent == plain.parent
+        and shaped.name.startswith(plain.name + "-o")
+        and len(shaped.name) == len(plain.name) + 12
+    )
     assert base_agent_dir(apply_overrides("smoke", {"base_agent_steps": 9})) != shaped
     # an ablation variant made by replace() keeps the run's base agent
     assert base_agent_dir(get_profile("smoke").replace(use_a11y=False)) == plain
@@ -120,19 +158,24 @@ def test_train_values_is_checked_and_shapes_the_base_agent(monkeypatch, tmp_path
     with pytest.raises(OverrideError, match=r"^profile field 'train_values' takes one of fixed, procedural, got 'x'$"):
         parse_overrides(["train_values=x"])
     plain = base_agent_dir(get_profile("smoke"))
-    assert base_agent_dir(apply_overrides("smoke", {"train_values": "fixed"})) != plain  # an override of a shaping field
+    assert (
+        base_agent_dir(apply_overrides("smoke", {"train_values": "fixed"})) != plain
+    )  # an override of a shaping field
     proc = base_agent_dir(apply_overrides("smoke", {"train_values": "procedural"}))
     assert proc.name.startswith(plain.name + "-procedural-o")
     # however the profile was made, the two settings never share a base agent
     assert base_agent_dir(get_profile("smoke").replace(train_values="procedural")) == plain.with_name(
-        plain.name + "-procedural")
+        plain.name + "-procedural"
+    )
 
 
 def test_cli_refuses_bad_settings_before_any_kernel(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path))
     assert cli.main(["run", "--profile", "smoke", "--set", "grpo_lrr=1e-4"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("inquire run: unknown profile field 'grpo_lrr'") and "grpo_lr," in err
+    assert (
+        err.count("\n") == 1 and err.startswith("inquire run: unknown profile field 'grpo_lrr'") and "grpo_lr," in err
+    )
     assert cli.main(["run", "--profile", "smoke", "--set", "missed_penalty=high"]) == 2
     assert capsys.readouterr().err == "inquire run: profile field 'missed_penalty' takes a float, got 'high'\n"
     assert cli.main(["run", "--profile", "nope"]) == 2
@@ -157,14 +200,22 @@ def test_quick_starts_from_the_cpu_base_agent(monkeypatch, tmp_path):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     quick, cpu = get_profile("quick"), get_profile("cpu")
     assert quick.base_agent_from == "cpu" and cpu.base_agent_from == ""
-    assert base_agent_dir(quick) == base_agent_dir(cpu) == tmp_path / "models" / (
-        f"base-agent-cpu-s0-v{BASE_AGENT_VERSION}-procedural")
+    assert (
+        base_agent_dir(quick)
+        == base_agent_dir(cpu)
+        == tmp_path / "models" / (f"base-agent-cpu-s0-v{BASE_AGENT_VERSION}-procedural")
+    )
     assert tiny_dir(quick) == tiny_dir(cpu)
     assert base_agent_dir(apply_overrides("quick", {"sft_steps": 5})) == base_agent_dir(cpu)
-    assert base_agent_dir(apply_overrides("quick", {"base_agent_steps": 8})) == base_agent_dir(
-        apply_overrides("cpu", {"base_agent_steps": 8})) != base_agent_dir(cpu)
+    assert (
+        base_agent_dir(apply_overrides("quick", {"base_agent_steps": 8}))
+        == base_agent_dir(apply_overrides("cpu", {"base_agent_steps": 8}))
+        != base_agent_dir(cpu)
+    )
     assert base_agent_dir(quick.replace(seed=3)).name == f"base-agent-cpu-s3-v{BASE_AGENT_VERSION}-procedural"
     # its own stage 0 when told so; only a profile that trains one can be named
     assert base_agent_dir(apply_overrides("quick", {"base_agent_from": ""})).name.startswith("base-agent-quick-s0")
-    with pytest.raises(OverrideError, match=r"^profile field 'base_agent_from' takes one of , smoke, cpu, small, got 'quick'$"):
+    with pytest.raises(
+        OverrideError, match=r"^profile field 'base_agent_from' takes one of , smoke, cpu, small, got 'quick'$"
+    ):
         parse_overrides(["base_agent_from=quick"])

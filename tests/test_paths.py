@@ -1,4 +1,5 @@
 """One home for locations and safe writes: roots and their overrides, atomic files and folders."""
+
 from __future__ import annotations
 
 import json
@@ -41,11 +42,25 @@ def test_profile_folders(monkeypatch, tmp_path):
 
 def test_write_json_atomic(tmp_path: Path):
     path = tmp_path / "sub" / "m.json"
-    obj = {"a": (1, 2), "nan": math.nan, "inf": -math.inf, "np": np.float32(0.5),
-           "arr": np.arange(3), "p": Path("x/y"), "n": None}
+    obj = {
+        "a": (1, 2),
+        "nan": math.nan,
+        "inf": -math.inf,
+        "np": np.float32(0.5),
+        "arr": np.arange(3),
+        "p": Path("x/y"),
+        "n": None,
+    }
     assert paths.write_json_atomic(path, obj) == path
-    assert json.loads(path.read_text()) == {"a": [1, 2], "nan": None, "inf": None, "np": 0.5,
-                                            "arr": [0, 1, 2], "p": "x/y", "n": None}
+    assert json.loads(path.read_text()) == {
+        "a": [1, 2],
+        "nan": None,
+        "inf": None,
+        "np": 0.5,
+        "arr": [0, 1, 2],
+        "p": "x/y",
+        "n": None,
+    }
     before = path.read_text()
     with pytest.raises(TypeError, match=r"\$\.bad.*object"):
         paths.write_json_atomic(path, {"bad": object()})
@@ -88,6 +103,9 @@ def test_jsonl_and_atomic_dir(tmp_path: Path):
 
 def test_only_the_paths_module_reads_the_folder_variables():
     package = paths.REPO_ROOT / "inquire_lib"
-    readers = sorted(str(p.relative_to(package)) for p in package.rglob("*.py")
-                     if any(v in p.read_text() for v, _ in paths.FOLDERS.values()))
+    readers = sorted(
+        str(p.relative_to(package))
+        for p in package.rglob("*.py")
+        if any(v in p.read_text() for v, _ in paths.FOLDERS.values())
+    )
     assert readers == ["runs/paths.py"]

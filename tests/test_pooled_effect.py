@@ -1,18 +1,22 @@
 """A training effect pooled over seeds: Newcombe's interval against the published values, seeds' counts
 pooled, and each CPU kind reported on its own."""
+
 import pytest
 
 from inquire_lib.evaluation.pooled import newcombe, pooled_effect
 
 
-@pytest.mark.parametrize("k1, n1, k2, n2, lo, hi", [
-    # Newcombe (1998), Statistics in Medicine 17:873-890, table II, method 10
-    (56, 70, 48, 80, 0.0524, 0.3339),
-    (9, 10, 3, 10, 0.1705, 0.8090),
-    (6, 7, 2, 7, 0.0582, 0.8062),
-    (5, 56, 0, 29, -0.0381, 0.1926),
-    (0, 10, 0, 20, -0.1611, 0.2775),
-])
+@pytest.mark.parametrize(
+    "k1, n1, k2, n2, lo, hi",
+    [
+        # Newcombe (1998), Statistics in Medicine 17:873-890, table II, method 10
+        (56, 70, 48, 80, 0.0524, 0.3339),
+        (9, 10, 3, 10, 0.1705, 0.8090),
+        (6, 7, 2, 7, 0.0582, 0.8062),
+        (5, 56, 0, 29, -0.0381, 0.1926),
+        (0, 10, 0, 20, -0.1611, 0.2775),
+    ],
+)
 def test_the_difference_interval_is_newcombes(k1, n1, k2, n2, lo, hi):
     out = newcombe(k1, n1, k2, n2)
     assert out["diff"] == pytest.approx(k1 / n1 - k2 / n2)
@@ -30,10 +34,14 @@ def _metrics(name, k, n, kind=None):
 def test_seeds_are_pooled_and_each_cpu_kind_stands_apart():
     # avx512: three GRPO seeds 20/25 + 18/22 + 18/23 = 56/70 from a start at 48/80: Newcombe's first example
     starts = [_metrics("sft_weak", 48, 80, "avx512"), _metrics("sft_weak", 9, 30, "avx2")]
-    trained = [_metrics("grpo_weak_s0", 20, 25, "avx512"), _metrics("grpo_weak_s1", 18, 22, "avx512"),
-               _metrics("grpo_weak_s2", 18, 23, "avx512"),
-               _metrics("grpo_weak_s0", 14, 20, "avx2"), _metrics("grpo_weak_s1", 13, 20, "avx2"),
-               _metrics("grpo_weak_s0", 3, 10)]  # no manifest: a kind of its own
+    trained = [
+        _metrics("grpo_weak_s0", 20, 25, "avx512"),
+        _metrics("grpo_weak_s1", 18, 22, "avx512"),
+        _metrics("grpo_weak_s2", 18, 23, "avx512"),
+        _metrics("grpo_weak_s0", 14, 20, "avx2"),
+        _metrics("grpo_weak_s1", 13, 20, "avx2"),
+        _metrics("grpo_weak_s0", 3, 10),
+    ]  # no manifest: a kind of its own
     out = pooled_effect(starts, trained)
     assert out["rate"] == "inquiry_recall" and "Newcombe" in out["interval"]
     kinds = out["by_cpu_kind"]

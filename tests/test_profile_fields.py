@@ -1,27 +1,80 @@
 """Every Profile field carries a one-line help and what it affects; the cache keys and records that
 name fields are built from that metadata and keep the names they had."""
+
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
 
-from inquire_lib.profiles import (AFFECTS, PROFILES, Profile, apply_overrides, explain, fields_affecting,
-                                  unclassified_fields)
+from inquire_lib.profiles import (
+    AFFECTS,
+    PROFILES,
+    Profile,
+    apply_overrides,
+    explain,
+    fields_affecting,
+    unclassified_fields,
+)
 from inquire_lib.runs import readback
 from inquire_lib.training import configs, mistakes, sft
 
 # what the hand-kept lists held before they were derived, and the fields added since (the small profile's
 # `pretrained_layers` and `eval_bf16`): changing either set renames caches
-BASE_AGENT = {"pretrained_layers", "seed", "train_tasks", "test_tasks", "model", "bf16", "min_pixels", "max_pixels", "use_a11y",
-              "a11y_coords", "use_think", "use_prev_screenshot", "base_agent_steps", "base_agent_lr", "sft_batch",
-              "train_values", "task_last", "tokenizer_spaces", "tokenizer_digits", "tokenizer_slots",
-              "copy_drill_tasks", "base_agent_tasks", "base_agent_init", "recovery_drill_tasks",
-              "recovery_drill_slips", "copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr",
-              "copy_warmup_seed_steps", "copy_warmup_seed_vocab", "copy_warmup_seed_gap", "copy_mix_fraction"}
-EVAL = {"seed", "model", "load_in_4bit", "bf16", "min_pixels", "max_pixels", "use_a11y", "a11y_coords", "use_think",
-        "use_prev_screenshot", "task_last", "eval_batch", "eval_max_new_tokens", "eval_repetition_penalty",
-        "max_episode_steps", "torch_threads", "pretrained_layers", "eval_bf16"}
+BASE_AGENT = {
+    "pretrained_layers",
+    "seed",
+    "train_tasks",
+    "test_tasks",
+    "model",
+    "bf16",
+    "min_pixels",
+    "max_pixels",
+    "use_a11y",
+    "a11y_coords",
+    "use_think",
+    "use_prev_screenshot",
+    "base_agent_steps",
+    "base_agent_lr",
+    "sft_batch",
+    "train_values",
+    "task_last",
+    "tokenizer_spaces",
+    "tokenizer_digits",
+    "tokenizer_slots",
+    "copy_drill_tasks",
+    "base_agent_tasks",
+    "base_agent_init",
+    "recovery_drill_tasks",
+    "recovery_drill_slips",
+    "copy_warmup_steps",
+    "copy_warmup_gap",
+    "copy_warmup_lr",
+    "copy_warmup_seed_steps",
+    "copy_warmup_seed_vocab",
+    "copy_warmup_seed_gap",
+    "copy_mix_fraction",
+}
+EVAL = {
+    "seed",
+    "model",
+    "load_in_4bit",
+    "bf16",
+    "min_pixels",
+    "max_pixels",
+    "use_a11y",
+    "a11y_coords",
+    "use_think",
+    "use_prev_screenshot",
+    "task_last",
+    "eval_batch",
+    "eval_max_new_tokens",
+    "eval_repetition_penalty",
+    "max_episode_steps",
+    "torch_threads",
+    "pretrained_layers",
+    "eval_bf16",
+}
 
 
 def test_every_field_has_help_and_affects():
@@ -48,8 +101,19 @@ def test_the_derived_lists_hold_what_the_hand_kept_ones_held():
     assert set(readback.EVAL_SETTINGS) == EVAL and len(readback.EVAL_SETTINGS) == 18
     assert set(mistakes._PLAY_FIELDS) == EVAL | {"train_values", "grpo_mistake_tasks", "grpo_mistake_outcomes"}
     grpo = set(configs.GRPO_SETTINGS)
-    assert len(grpo) == 31 and {"grpo_lr", "beta", "reward_weights", "val_tasks", "grpo_seeds",
-                                "select_max_needless_episodes", "select_ask_biases"} <= grpo
+    assert (
+        len(grpo) == 31
+        and {
+            "grpo_lr",
+            "beta",
+            "reward_weights",
+            "val_tasks",
+            "grpo_seeds",
+            "select_max_needless_episodes",
+            "select_ask_biases",
+        }
+        <= grpo
+    )
     assert not grpo & {"sft_lr", "model", "torch_threads", "grpo_grad_accum", "parallel_runs"}
     assert "sft_tasks" not in sft.BASE_AGENT_FIELDS and "cpu_bf16" not in sft.BASE_AGENT_FIELDS
 
@@ -65,8 +129,11 @@ def test_fields_affecting_keeps_declaration_order_and_refuses_unknown_words():
     assert set(derived) == BASE_AGENT | EVAL
     with pytest.raises(ValueError, match="unknown kind 'evals'; AFFECTS has data, tokenizer"):
         fields_affecting("evals")
-    assert "run" in AFFECTS and fields_affecting("ablations") == ("ablation_sft_steps", "ablation_grpo_steps",
-                                                                   "ablation_seeds")
+    assert "run" in AFFECTS and fields_affecting("ablations") == (
+        "ablation_sft_steps",
+        "ablation_grpo_steps",
+        "ablation_seeds",
+    )
 
 
 def test_cache_names_and_keys_are_the_ones_from_before(monkeypatch):
@@ -79,9 +146,11 @@ def test_cache_names_and_keys_are_the_ones_from_before(monkeypatch):
     assert mistakes.play_key(PROFILES["smoke"], "digest") == "05d82567d047483d"
     assert mistakes.play_key(PROFILES["cpu"], "digest") == "3f6308ed069201af"
     assert readback.eval_key("step", "m", "i", PROFILES["smoke"]) == (
-        "ebb4e27aea3cc7f3e65138c81f4bc7142574a5822f28c57802d2939e286b7094")
+        "ebb4e27aea3cc7f3e65138c81f4bc7142574a5822f28c57802d2939e286b7094"
+    )
     assert readback.eval_key("step", "m", "i", PROFILES["cpu"]) == (
-        "fd4e7faa5588bc85a50216cca8bc98c1c39178bb96fde96ef902e8742729a304")
+        "fd4e7faa5588bc85a50216cca8bc98c1c39178bb96fde96ef902e8742729a304"
+    )
 
 
 def test_explain_says_where_each_value_came_from():

@@ -1,5 +1,6 @@
 """One builder of chat messages: image placeholders, the accessibility list, model-frame gold
 columns, and the training record that SFT and GRPO read."""
+
 from __future__ import annotations
 
 import json
@@ -23,12 +24,20 @@ A11Y = [
 def record(prev: bool = True, **changes) -> dict:
     screen = Image.new("RGB", (360, 720), "white")
     rec = {
-        "id": "train-0-00001/2", "task_id": "train-0-00001", "step": 2, "instruction": "Send $20 to Will.",
-        "history": [f"step {i}" for i in range(8)], "a11y": A11Y, "screenshot": screen,
+        "id": "train-0-00001/2",
+        "task_id": "train-0-00001",
+        "step": 2,
+        "instruction": "Send $20 to Will.",
+        "history": [f"step {i}" for i in range(8)],
+        "a11y": A11Y,
+        "screenshot": screen,
         "prev_screenshot": Image.new("RGB", (360, 720), "black") if prev else None,
-        "gold_action": json.dumps({"action": "click", "coordinate": [180, 120]}), "gold_bbox": [8, 88, 352, 152],
+        "gold_action": json.dumps({"action": "click", "coordinate": [180, 120]}),
+        "gold_bbox": [8, 88, 352, 152],
         "gold_think": "Two contacts could match. Inquiry check: not needed, because the row names Will Tanaka.",
-        "inquiry_required": False, "category": "safe", "subcategory": "safe",
+        "inquiry_required": False,
+        "category": "safe",
+        "subcategory": "safe",
     }
     rec.update(changes)
     return rec
@@ -70,11 +79,19 @@ def test_a11y_lines_in_the_model_frame():
     frame = prompts.frame_for(SMOKE)
     lines = prompts.a11y_lines(A11Y, frame, coords=True)
     # centres (28, 52), (180, 120), (180, 192), (180, 264) scaled by 112/360 (pixel centres, floored)
-    assert lines == ["- Back <back> [8, 16]", "- Will Tanaka <r0> [56, 37]", "- Balance <r1> info [56, 59] $120",
-                     "- Amount <f0> field [56, 82]"]
+    assert lines == [
+        "- Back <back> [8, 16]",
+        "- Will Tanaka <r0> [56, 37]",
+        "- Balance <r1> info [56, 59] $120",
+        "- Amount <f0> field [56, 82]",
+    ]
     assert prompts.a11y_lines(A11Y, None, coords=True)[1] == "- Will Tanaka <r0> [180, 120]"
-    assert prompts.a11y_lines(A11Y, frame, coords=False) == ["- Back <back>", "- Will Tanaka <r0>",
-                                                             "- Balance <r1> info $120", "- Amount <f0> field"]
+    assert prompts.a11y_lines(A11Y, frame, coords=False) == [
+        "- Back <back>",
+        "- Will Tanaka <r0>",
+        "- Balance <r1> info $120",
+        "- Amount <f0> field",
+    ]
 
 
 def test_user_text_history_and_a11y_switch():
@@ -86,7 +103,9 @@ def test_user_text_history_and_a11y_switch():
     assert lines[1] == "History: " + "; ".join(f"step {i}" for i in range(8 - prompts.HISTORY_LINES, 8))
     assert lines[2] == "Elements:" and lines[3:] == prompts.a11y_lines(A11Y, None, coords=False)
     assert prompts.user_text(record(history=[]), use_a11y=False, n_images=1).split("\n") == [
-        "Task: Send $20 to Will.", "History: none"]
+        "Task: Send $20 to Will.",
+        "History: none",
+    ]
     # the profile's switches reach the chat message
     assert "Elements:" not in user_text(prompts.prompt_messages(rec, SMOKE.replace(use_a11y=False)))
     assert "[56, 37]" in user_text(prompts.prompt_messages(rec, SMOKE.replace(a11y_coords=True)))
@@ -98,18 +117,33 @@ def test_model_frame_gold_columns():
     assert json.loads(cols["gold_action"]) == {"action": "click", "coordinate": [56, 37]}
     # [8, 88, 352, 152] * 112/360, by pixel centres
     assert cols["gold_bbox"] == [2, 27, 109, 47]
-    none = prompts.model_frame_columns(record(gold_action=json.dumps({"action": "open", "text": "Chat"}),
-                                              gold_bbox=[-1, -1, -1, -1]), prompts.frame_for(SMOKE))
+    none = prompts.model_frame_columns(
+        record(gold_action=json.dumps({"action": "open", "text": "Chat"}), gold_bbox=[-1, -1, -1, -1]),
+        prompts.frame_for(SMOKE),
+    )
     assert json.loads(none["gold_action"]) == {"action": "open", "text": "Chat"} and none["gold_bbox"] == [-1] * 4
-    swipe = prompts.model_frame_columns(record(gold_action=json.dumps(
-        {"action": "swipe", "coordinate": [180, 600], "coordinate2": [180, 200]})), prompts.frame_for(SMOKE))
+    swipe = prompts.model_frame_columns(
+        record(gold_action=json.dumps({"action": "swipe", "coordinate": [180, 600], "coordinate2": [180, 200]})),
+        prompts.frame_for(SMOKE),
+    )
     assert json.loads(swipe["gold_action"]) == {"action": "swipe", "coordinate": [56, 186], "coordinate2": [56, 62]}
 
 
 def test_training_record_keys_and_completion():
     tr = prompts.to_training_record(record(), SMOKE)
-    assert set(tr) == {"prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required", "frame_w",
-                       "frame_h", "category", "subcategory", "id"}
+    assert set(tr) == {
+        "prompt",
+        "completion",
+        "images",
+        "gold_action",
+        "gold_bbox",
+        "inquiry_required",
+        "frame_w",
+        "frame_h",
+        "category",
+        "subcategory",
+        "id",
+    }
     assert tr["id"] == "train-0-00001/2" and tr["inquiry_required"] is False and tr["category"] == "safe"
     assert (tr["frame_w"], tr["frame_h"]) == (112, 224)  # the frame the graded click reward scales by
     assert len(tr["images"]) == placeholders(tr["prompt"]) == 2
@@ -127,8 +161,10 @@ def test_use_think_false_drops_the_reasoning():
     assert "<think>" not in text and text.startswith("<tool_call>") and text.endswith("</tool_call>")
     parsed = parse_completion(text, require_think=False)
     assert parsed.format_ok and parsed.action == Action("click", coordinate=(56, 37))
-    assert prompts.completion_text("x", Action("open", text="Chat"), use_think=False, frame=None) == \
-        '<tool_call>{"name": "mobile_use", "arguments": {"action": "open", "text": "Chat"}}</tool_call>'
+    assert (
+        prompts.completion_text("x", Action("open", text="Chat"), use_think=False, frame=None)
+        == '<tool_call>{"name": "mobile_use", "arguments": {"action": "open", "text": "Chat"}}</tool_call>'
+    )
 
 
 def test_generated_steps_build_valid_records():
@@ -136,8 +172,11 @@ def test_generated_steps_build_valid_records():
     assert recs and all(r["screenshot"]["bytes"] for r in recs)
     frame = prompts.frame_for(SMOKE)
     for r in recs:
-        r = dict(r, screenshot=Image.new("RGB", (360, 720)),
-                 prev_screenshot=None if r["prev_screenshot"] is None else Image.new("RGB", (360, 720)))
+        r = dict(
+            r,
+            screenshot=Image.new("RGB", (360, 720)),
+            prev_screenshot=None if r["prev_screenshot"] is None else Image.new("RGB", (360, 720)),
+        )
         tr = prompts.to_training_record(r, SMOKE, frame)
         parsed = parse_completion(tr["completion"][0]["content"][0]["text"])
         assert parsed.format_ok, (r["id"], parsed.error)
@@ -152,8 +191,12 @@ def test_generated_steps_build_valid_records():
 
 def test_task_last_moves_the_task_after_the_elements_and_nothing_else():
     from inquire_lib.agent.prompts import user_text
-    rec = {"instruction": "Check my Wallet balance.", "history": ["open 'Wallet'"],
-           "a11y": [{"id": "r0", "role": "row", "text": "Balance", "detail": "", "bbox": [0, 0, 10, 10]}]}
+
+    rec = {
+        "instruction": "Check my Wallet balance.",
+        "history": ["open 'Wallet'"],
+        "a11y": [{"id": "r0", "role": "row", "text": "Balance", "detail": "", "bbox": [0, 0, 10, 10]}],
+    }
     first = user_text(rec, use_a11y=True, n_images=1, coords=False).split("\n")
     last = user_text(rec, use_a11y=True, n_images=1, coords=False, task_last=True).split("\n")
     assert first[0] == last[-1] == "Task: Check my Wallet balance."

@@ -1,5 +1,6 @@
 """Evaluations read back: the key changes with anything that changes the result and nothing else;
 a second evaluation of the same checkpoint on the same items loads no model."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,10 @@ from inquire_lib.runs.paths import run_dir
 
 def _records():
     img = Image.new("RGB", (8, 16), (10, 20, 30))
-    return [{"id": "t0/0", "instruction": "Open Mail.", "screenshot": img, "prev_screenshot": None},
-            {"id": "t0/1", "instruction": "Open Mail.", "screenshot": img.copy(), "prev_screenshot": None}]
+    return [
+        {"id": "t0/0", "instruction": "Open Mail.", "screenshot": img, "prev_screenshot": None},
+        {"id": "t0/1", "instruction": "Open Mail.", "screenshot": img.copy(), "prev_screenshot": None},
+    ]
 
 
 def test_records_digest_follows_fields_and_pixels():
@@ -104,11 +107,19 @@ def test_an_ablation_points_evaluations_are_read_back(monkeypatch):
     first = ablations.run_point(profile, "sft_no_think", train_seed=1)
     step = json.loads((run_dir(profile) / "metrics" / "step_abl_sft_no_think_s1.json").read_text())
     assert (step["variant"], step["group"], step["train_seed"], step["overrides"]) == (
-        "sft_no_think", "sft", 1, {"use_think": False})
+        "sft_no_think",
+        "sft",
+        1,
+        {"use_think": False},
+    )
     assert step["eval_key"] and set(first["step"]) == set(ablations.STEP_KEYS)
     monkeypatch.setattr(stage_evaluation, "loaded", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("loaded")))
     again = ablations.run_point(profile, "sft_no_think", train_seed=1)
     assert again == first
     lines = [t for t in timing.read(run_dir(profile)) if t["name"] == "abl_sft_no_think_s1"]
     assert [(t["stage"], t.get("reused", False)) for t in lines] == [
-        ("evaluate steps", False), ("evaluate tasks", False), ("evaluate steps", True), ("evaluate tasks", True)]
+        ("evaluate steps", False),
+        ("evaluate tasks", False),
+        ("evaluate steps", True),
+        ("evaluate tasks", True),
+    ]

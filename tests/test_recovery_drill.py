@@ -1,12 +1,12 @@
 """Stage 0's recovery drill: the expert with one mistake per task, and the states after it (a detour
 labelled Back with its reason, then the path with the mistake in the history)."""
+
 from __future__ import annotations
 
 import json
 import random
 
-from inquire_lib.data.benchmark import (COPY_DRILL_FIRST, RECOVERY_DRILL_FIRST, SFT_FIRST, recovery_drill,
-                                        task_at)
+from inquire_lib.data.benchmark import COPY_DRILL_FIRST, RECOVERY_DRILL_FIRST, SFT_FIRST, recovery_drill, task_at
 from inquire_lib.profiles import get_profile
 from inquire_lib.world.env import PhoneEnv
 from inquire_lib.world.expert import run_with_slip
@@ -18,12 +18,17 @@ def test_one_mistake_then_back_then_the_expert_still_succeeds():
         task = task_at(0, "train", RECOVERY_DRILL_FIRST + i, "procedural")
         recs = run_with_slip(env, task, random.Random(i))
         mistakes = [k for k, r in enumerate(recs) if not r["after_slip"]][-1]
-        assert all(not r["after_slip"] for r in recs[:mistakes + 1]) and all(r["after_slip"] for r in recs[mistakes + 1:])
+        assert all(not r["after_slip"] for r in recs[: mistakes + 1]) and all(
+            r["after_slip"] for r in recs[mistakes + 1 :]
+        )
         wrong, gold = recs[mistakes]["action"], recs[mistakes]["gold"]
         kinds.add(wrong.type)
         assert wrong.type == gold.action.type and wrong.to_arguments() != gold.action.to_arguments()
         detour = recs[mistakes + 1]
-        assert detour["gold"] is None and detour["action"].to_arguments() == {"action": "system_button", "button": "Back"}
+        assert detour["gold"] is None and detour["action"].to_arguments() == {
+            "action": "system_button",
+            "button": "Back",
+        }
         assert "going back" in detour["think"] and detour["screen"] != recs[mistakes]["screen"]
         after = recs[mistakes + 2]  # back where the mistake was made, which the history shows
         assert after["screen"] == recs[mistakes]["screen"] and after["history"][-1] == "press Back"
@@ -74,8 +79,11 @@ def test_the_drill_keeps_the_action_steps_after_the_mistake_of_fresh_tasks():
     backs = [r for r in drill if json.loads(r["gold_action"]) == {"action": "system_button", "button": "Back"}]
     assert len(backs) == 20 and all("going back" in r["gold_think"] for r in backs)
     assert all(r["gold_bbox"] == [-1, -1, -1, -1] for r in backs)
-    assert all(r["history"] and r["history"][-1] == "press Back" for r in drill if r["step"] == backs[0]["step"] + 1
-               and r["task_id"] == backs[0]["task_id"])
+    assert all(
+        r["history"] and r["history"][-1] == "press Back"
+        for r in drill
+        if r["step"] == backs[0]["step"] + 1 and r["task_id"] == backs[0]["task_id"]
+    )
     assert len(drill) > 20 * 3
     assert list(recovery_drill(prof)["gold_action"]) == list(drill["gold_action"])  # deterministic
 
@@ -86,7 +94,7 @@ def test_stage0_data_grows_with_the_drill_and_caches_apart():
     smoke = get_profile("smoke")
     plain = stage0_records(smoke)
     drilled = stage0_records(smoke.replace(recovery_drill_tasks=5))
-    assert len(drilled) > len(plain) and list(drilled["id"])[:len(plain)] == list(plain["id"])
+    assert len(drilled) > len(plain) and list(drilled["id"])[: len(plain)] == list(plain["id"])
     assert "recovery_drill_tasks" in BASE_AGENT_FIELDS
 
 
@@ -96,7 +104,7 @@ def test_stage1_recovery_drill_joins_its_expert_steps_with_inquiries_kept():
     prof = get_profile("cpu").replace(sft_tasks=6)
     plain = sft_split(prof)
     drilled = sft_split(prof.replace(sft_recovery_tasks=25))
-    assert list(drilled["id"])[:len(plain)] == list(plain["id"])
+    assert list(drilled["id"])[: len(plain)] == list(plain["id"])
     extra = drilled.select(range(len(plain), len(drilled)))
     indices = {int(t.rsplit("-", 1)[1]) for t in extra["task_id"]}
     assert indices == set(range(SFT_RECOVERY_FIRST, SFT_RECOVERY_FIRST + 25))

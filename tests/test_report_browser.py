@@ -1,4 +1,5 @@
 """Tests of inquire_lib.viz.report: the HTML file's content, and its rendering in headless Chromium."""
+
 from __future__ import annotations
 
 import json
@@ -74,10 +75,15 @@ def test_report_has_one_card_per_step_with_its_outcome(report):
 
 def test_report_starts_with_the_summary_table(report):
     _, text = report
-    body = text[text.index("<body>"):]
+    body = text[text.index("<body>") :]
     # the summary table comes before the filters, the cards and the metric details
-    assert body.index("<table class='summary'>") < body.index("class='filters'") < body.index("class='card'") \
-        < body.index("<h2>Metric details</h2>") < body.index("metrics: <b>base</b>")
+    assert (
+        body.index("<table class='summary'>")
+        < body.index("class='filters'")
+        < body.index("class='card'")
+        < body.index("<h2>Metric details</h2>")
+        < body.index("metrics: <b>base</b>")
+    )
     rows = re.findall(r"<tr data-checkpoint='(\w+)'>(.*?)</tr>", body)
     assert [name for name, _ in rows] == ["base", "sft"]
     cells = {name: re.findall(r"<td>(.*?)</td>", row) for name, row in rows}
@@ -117,17 +123,28 @@ def test_failures_only_and_max_cards(tmp_path):
     text = write_report(run, tmp_path / "m.html", max_cards=5).read_text()
     cards = _cards(text)
     # the budget is dealt to the checkpoints in turn, each one's failures first (missed inquiries first)
-    assert [(re.search(r"data-checkpoint='(\w+)'", c).group(1), re.search(r"data-id='([^']+)'", c).group(1),
-             re.search(r"data-outcome='(\w+)'", c).group(1)) for c in cards] == [
-        ("base", "t0_risk/1", "missed_inquiry"), ("base", "t1_privacy/0", "missed_inquiry"),
-        ("base", "t1_privacy/1", "wrong_type"), ("sft", "t0_risk/1", "missed_inquiry"),
-        ("sft", "t3_intent/0", "missed_inquiry")]
+    assert [
+        (
+            re.search(r"data-checkpoint='(\w+)'", c).group(1),
+            re.search(r"data-id='([^']+)'", c).group(1),
+            re.search(r"data-outcome='(\w+)'", c).group(1),
+        )
+        for c in cards
+    ] == [
+        ("base", "t0_risk/1", "missed_inquiry"),
+        ("base", "t1_privacy/0", "missed_inquiry"),
+        ("base", "t1_privacy/1", "wrong_type"),
+        ("sft", "t0_risk/1", "missed_inquiry"),
+        ("sft", "t3_intent/0", "missed_inquiry"),
+    ]
     assert "5 of 16 steps shown (max_cards 5, shared across checkpoints, failures first)" in text
 
 
 def test_checkpoints_and_outcomes_options(tmp_path):
     run = syn.write_run(tmp_path)
-    text = write_report(run, tmp_path / "s.html", checkpoints=["sft"], outcomes=["needless_inquiry", "wrong_type"]).read_text()
+    text = write_report(
+        run, tmp_path / "s.html", checkpoints=["sft"], outcomes=["needless_inquiry", "wrong_type"]
+    ).read_text()
     cards = _cards(text)
     assert sorted(re.search(r"data-outcome='(\w+)'", c).group(1) for c in cards) == ["needless_inquiry", "wrong_type"]
     assert all("data-checkpoint='sft'" in c for c in cards)
@@ -143,8 +160,12 @@ def test_checkpoints_and_outcomes_options(tmp_path):
 def test_select_steps_shares_the_budget():
     chosen = select_steps(syn.all_preds(), ["base", "sft"], failures_only=False, max_cards=5)
     assert [(p["checkpoint"], p["id"]) for p in chosen] == [
-        ("base", "t0_risk/1"), ("base", "t1_privacy/0"), ("base", "t1_privacy/1"),
-        ("sft", "t0_risk/1"), ("sft", "t3_intent/0")]
+        ("base", "t0_risk/1"),
+        ("base", "t1_privacy/0"),
+        ("base", "t1_privacy/1"),
+        ("sft", "t0_risk/1"),
+        ("sft", "t3_intent/0"),
+    ]
     assert select_steps(syn.all_preds(), ["base", "sft"], True, 0) == []
     # a checkpoint with few candidates leaves the rest of the budget to the others
     few = select_steps(syn.all_preds(), ["base", "sft"], False, 12, outcomes=["needless_inquiry", "correct"])
@@ -169,8 +190,14 @@ def test_report_main_exit_codes(tmp_path, capsys):
 
 # ----- in a real browser -------------------------------------------------------------------------
 
+
 def _run_chromium(tmp_path: Path, name: str, *args: str) -> subprocess.CompletedProcess:
-    cmd = [browser.chromium("report browser test"), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / ('profile-' + name)}", *args]
+    cmd = [
+        browser.chromium("report browser test"),
+        *CHROMIUM_FLAGS,
+        f"--user-data-dir={tmp_path / ('profile-' + name)}",
+        *args,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, f"chromium exited {proc.returncode}: {proc.stderr[-2000:]}"
     return proc
@@ -205,14 +232,16 @@ def test_report_renders_in_headless_chromium(report, tmp_path):
 
 def test_report_outcome_filter_hides_other_cards(report, tmp_path):
     path, _ = report
-    dom = _run_chromium(tmp_path, "filter", "--dump-dom",
-                        path.as_uri() + "#outcome=missed_inquiry&checkpoint=sft").stdout
+    dom = _run_chromium(
+        tmp_path, "filter", "--dump-dom", path.as_uri() + "#outcome=missed_inquiry&checkpoint=sft"
+    ).stdout
     cards = _cards(dom)
     shown = [c for c in cards if "display: none" not in c]
     assert len(cards) == 16 and len(shown) == 2
     assert all('data-outcome="missed_inquiry"' in c and 'data-checkpoint="sft"' in c for c in shown)
     assert re.search(r'<button[^>]*data-value="missed_inquiry"[^>]*class="on"', dom) or re.search(
-        r'<button[^>]*class="on"[^>]*data-value="missed_inquiry"', dom)
+        r'<button[^>]*class="on"[^>]*data-value="missed_inquiry"', dom
+    )
     # only the shown cards were drawn
     assert dom.count('class="plot-container plotly"') == 2
     assert re.search(r'<div id="empty" style="display: none;"></div>', dom)
@@ -224,10 +253,14 @@ def test_report_empty_filter_says_why(tmp_path):
     # base has a wrong_type step, but the 4 cards went to the missed inquiries
     dom = _run_chromium(tmp_path, "budget", "--dump-dom", path.as_uri() + "#outcome=wrong_type&checkpoint=base").stdout
     assert all("display: none" in c for c in _cards(dom))
-    assert ('There are 1 steps with outcome wrong_type of checkpoint base, but none got a card: the 4 cards are '
-            'shared across checkpoints, failures first (raise --max-cards or pick --checkpoints).') in dom
+    assert (
+        "There are 1 steps with outcome wrong_type of checkpoint base, but none got a card: the 4 cards are "
+        "shared across checkpoints, failures first (raise --max-cards or pick --checkpoints)."
+    ) in dom
     # base never asks needlessly
-    dom = _run_chromium(tmp_path, "none", "--dump-dom", path.as_uri() + "#outcome=needless_inquiry&checkpoint=base").stdout
+    dom = _run_chromium(
+        tmp_path, "none", "--dump-dom", path.as_uri() + "#outcome=needless_inquiry&checkpoint=base"
+    ).stdout
     assert "No steps with outcome needless_inquiry of checkpoint base in this run." in dom
 
 
@@ -255,8 +288,12 @@ def test_summary_counts_probes_apart_and_groups_ablation_points():
     from inquire_lib.viz.report import summary_html
 
     preds = syn.all_preds()
-    probe = dict(next(p for p in preds if p["checkpoint"] == "sft" and p["inquiry_required"]
-                      and p["outcome"] == "correct"), id="t9_risk/0", task_id="t9_risk", probe=True)
+    probe = dict(
+        next(p for p in preds if p["checkpoint"] == "sft" and p["inquiry_required"] and p["outcome"] == "correct"),
+        id="t9_risk/0",
+        task_id="t9_risk",
+        probe=True,
+    )
     point = [dict(p, checkpoint="abl_sft_no_think_s0") for p in preds if p["checkpoint"] == "sft"]
     text = summary_html(preds + [probe] + point, ["base", "sft", "abl_sft_no_think_s0"], {"sft": 3})
     rows = re.findall(r"<tr data-checkpoint='(\w+)'>(.*?)</tr>", text)

@@ -1,4 +1,5 @@
 """Tests for inquire_lib.agent.rewards: exact rewards on hand-made and adversarial completions."""
+
 import json
 import math
 import pickle
@@ -10,8 +11,17 @@ from hypothesis import strategies as st
 from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.profiles import get_profile
 from inquire_lib.agent.rewards import (
-    REWARDS, action_reward, action_reward_components, build_reward_funcs, completion_text,
-    consistency_reward, format_reward, reasoned_ask_reward, make_format_reward, make_inquiry_reward, token_f1,
+    REWARDS,
+    action_reward,
+    action_reward_components,
+    build_reward_funcs,
+    completion_text,
+    consistency_reward,
+    format_reward,
+    reasoned_ask_reward,
+    make_format_reward,
+    make_inquiry_reward,
+    token_f1,
 )
 
 THINK = "Pay button visible. Inquiry check: not needed, because the amount was given."
@@ -47,24 +57,28 @@ BOX = [40, 40, 60, 60]
 
 # ---------------------------------------------------------------- format
 
-@pytest.mark.parametrize("text,expected", [
-    (comp(click(50, 50)), 1.0),
-    ([{"role": "assistant", "content": comp(click(50, 50))}], 1.0),
-    ([{"role": "assistant", "content": [{"type": "text", "text": comp(click(50, 50))}]}], 1.0),
-    (comp(click(50, 50), think=None), -1.0),                      # no think
-    ("<think></think>" + call({"action": "wait"}), -1.0),         # empty think
-    (comp(click(50, 50)) + call({"action": "wait"}), -1.0),       # two tool calls
-    (call({"action": "wait"}) + "<think>x</think>", -1.0),        # tool call before think
-    ("<think>x</think>" + call({"action": "click", "coordinate": ["5", "6"]}), -1.0),
-    ("<think>x</think>" + call({"action": "click", "coordinate": [5, 6]}, name="computer"), -1.0),
-    ("<think>x</think>" + call({"action": "wait"}) + " Hope this helps!", -1.0),
-    ("<think>x</think>" + call({"action": "wait", "extra": [1, {"k": None}]}), 1.0),  # extra keys
-    ("<think>x</think>" + call({"action": "call_user", "text": ""}), 1.0),  # a valid, empty question
-    ("", -1.0),
-    (None, -1.0),
-    ([], -1.0),
-    ([{"role": "assistant"}], -1.0),
-])
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (comp(click(50, 50)), 1.0),
+        ([{"role": "assistant", "content": comp(click(50, 50))}], 1.0),
+        ([{"role": "assistant", "content": [{"type": "text", "text": comp(click(50, 50))}]}], 1.0),
+        (comp(click(50, 50), think=None), -1.0),  # no think
+        ("<think></think>" + call({"action": "wait"}), -1.0),  # empty think
+        (comp(click(50, 50)) + call({"action": "wait"}), -1.0),  # two tool calls
+        (call({"action": "wait"}) + "<think>x</think>", -1.0),  # tool call before think
+        ("<think>x</think>" + call({"action": "click", "coordinate": ["5", "6"]}), -1.0),
+        ("<think>x</think>" + call({"action": "click", "coordinate": [5, 6]}, name="computer"), -1.0),
+        ("<think>x</think>" + call({"action": "wait"}) + " Hope this helps!", -1.0),
+        ("<think>x</think>" + call({"action": "wait", "extra": [1, {"k": None}]}), 1.0),  # extra keys
+        ("<think>x</think>" + call({"action": "call_user", "text": ""}), 1.0),  # a valid, empty question
+        ("", -1.0),
+        (None, -1.0),
+        ([], -1.0),
+        ([{"role": "assistant"}], -1.0),
+    ],
+)
 def test_format_reward(text, expected):
     assert format_reward([text]) == [expected]
 
@@ -72,13 +86,18 @@ def test_format_reward(text, expected):
 def test_format_reward_no_think_variant():
     no_think = make_format_reward(require_think=False)
     assert no_think.__name__ == "format"
-    texts = [comp(click(1, 2), think=None), comp(click(1, 2)), "x" + comp(click(1, 2), think=None),
-             call({"action": "wait"}) + call({"action": "wait"})]
+    texts = [
+        comp(click(1, 2), think=None),
+        comp(click(1, 2)),
+        "x" + comp(click(1, 2), think=None),
+        call({"action": "wait"}) + call({"action": "wait"}),
+    ]
     assert no_think(texts) == [1.0, 1.0, -1.0, -1.0]
     assert make_format_reward(True)(texts) == [-1.0, 1.0, -1.0, -1.0]
 
 
 # ---------------------------------------------------------------- action
+
 
 def test_click_inside_bbox_scores_two():
     assert one_action(comp(click(60, 40)), click(50, 50), BOX) == 2.0
@@ -99,7 +118,8 @@ def test_click_without_bbox_uses_the_gold_point():
     # the frame columns set the diagonal: 5% of the 360x720 diagonal is 40.2 px
     assert one_action(comp(click(80, 50)), click(50, 50), frame_w=[360], frame_h=[720]) == 2.0
     assert one_action(comp(click(80, 50)), click(50, 50), frame_w=["x"], frame_h=[None]) == (
-        pytest.approx(expected, abs=1e-12))
+        pytest.approx(expected, abs=1e-12)
+    )
 
 
 def test_long_press_is_scored_like_click():
@@ -151,30 +171,42 @@ def test_wrong_type_and_unparseable_score_zero():
     assert one_action("I would click the button.", click(50, 50), BOX) == 0.0
 
 
-@pytest.mark.parametrize("text,expected", [
-    (comp(click(50, 50)) + call({"action": "click", "coordinate": [50, 50]}), 0.0),  # two calls
-    (call({"action": "click", "coordinate": [50, 50]}) + "<think>x</think>", 2.0),  # late think
-    ("<think>x</think>" + call({"action": "click", "coordinate": ["50", "50"]}), 0.0),
-    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
-     '"coordinate": [NaN, 50]}}</tool_call>', 0.0),
-    ("<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
-     '"coordinate": [1e308, 50]}}</tool_call>', 0.0),
-    ("<think>x</think>" + call({"action": "click", "coordinate": [10 ** 30, 50]}), 0.0),
-    ("<think>x</think>" + call({"action": "click", "coordinate": [50, 50], "bbox": [0, 0, 1, 1],
-                                "status": "success"}), 2.0),  # extra keys are ignored
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (comp(click(50, 50)) + call({"action": "click", "coordinate": [50, 50]}), 0.0),  # two calls
+        (call({"action": "click", "coordinate": [50, 50]}) + "<think>x</think>", 2.0),  # late think
+        ("<think>x</think>" + call({"action": "click", "coordinate": ["50", "50"]}), 0.0),
+        (
+            "<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
+            '"coordinate": [NaN, 50]}}</tool_call>',
+            0.0,
+        ),
+        (
+            "<think>x</think><tool_call>" + '{"name": "mobile_use", "arguments": {"action": "click", '
+            '"coordinate": [1e308, 50]}}</tool_call>',
+            0.0,
+        ),
+        ("<think>x</think>" + call({"action": "click", "coordinate": [10**30, 50]}), 0.0),
+        (
+            "<think>x</think>"
+            + call({"action": "click", "coordinate": [50, 50], "bbox": [0, 0, 1, 1], "status": "success"}),
+            2.0,
+        ),  # extra keys are ignored
+    ],
+)
 def test_action_reward_adversarial(text, expected):
     assert one_action(text, click(50, 50), BOX) == expected
 
 
 def test_bad_gold_scores_zero():
     good = comp(click(50, 50))
-    assert action_reward([good] * 5, ["not json", '{"action": "tap"}', None, 7, "NaN"],
-                         [BOX] * 5) == [0.0] * 5
+    assert action_reward([good] * 5, ["not json", '{"action": "tap"}', None, 7, "NaN"], [BOX] * 5) == [0.0] * 5
     # a whole tool call as gold, and a missing / broken bbox
     whole = json.dumps({"name": "mobile_use", "arguments": click(50, 50).to_arguments()})
-    assert action_reward([good, good, good], [whole, gold(click(50, 50)), gold(click(50, 50))],
-                         [BOX, None, ["a", 1, 2, 3]]) == [2.0, 2.0, 2.0]
+    assert action_reward(
+        [good, good, good], [whole, gold(click(50, 50)), gold(click(50, 50))], [BOX, None, ["a", 1, 2, 3]]
+    ) == [2.0, 2.0, 2.0]
 
 
 def test_action_reward_components_and_logging():
@@ -209,11 +241,19 @@ def test_ten_megabytes():
 
 # ---------------------------------------------------------------- inquiry
 
+
 def test_inquiry_reward_defaults():
     f = make_inquiry_reward()
     assert f.__name__ == "inquiry"
-    texts = [comp(click(1, 1)), comp(ASK), comp(click(1, 1)), comp(ASK), "garbage", "garbage",
-             comp(Action("call_user", text=""))]
+    texts = [
+        comp(click(1, 1)),
+        comp(ASK),
+        comp(click(1, 1)),
+        comp(ASK),
+        "garbage",
+        "garbage",
+        comp(Action("call_user", text="")),
+    ]
     required = [True, True, False, False, True, False, True]
     assert f(texts, inquiry_required=required) == [-0.5, 0.0, 0.0, -0.5, -0.5, 0.0, 0.0]
 
@@ -239,11 +279,16 @@ def test_inquiry_reward_odd_labels_score_zero():
 
 def test_inquiry_reward_logs_rates():
     logged = []
-    make_inquiry_reward()([comp(click(1, 1)), comp(ASK), comp(ASK), comp(ASK)],
-                          inquiry_required=[True, False, True, True],
-                          log_metric=lambda n, v: logged.append((n, v)))
-    assert logged == [("rewards/inquiry/missed", 0.25), ("rewards/inquiry/needless", 0.25),
-                      ("rewards/inquiry/asked_when_required", 2 / 3)]
+    make_inquiry_reward()(
+        [comp(click(1, 1)), comp(ASK), comp(ASK), comp(ASK)],
+        inquiry_required=[True, False, True, True],
+        log_metric=lambda n, v: logged.append((n, v)),
+    )
+    assert logged == [
+        ("rewards/inquiry/missed", 0.25),
+        ("rewards/inquiry/needless", 0.25),
+        ("rewards/inquiry/asked_when_required", 2 / 3),
+    ]
     logged.clear()  # no inquiry-required row: no ask rate to log
     make_inquiry_reward()([comp(ASK)], inquiry_required=[False], log_metric=lambda n, v: logged.append((n, v)))
     assert [n for n, _ in logged] == ["rewards/inquiry/missed", "rewards/inquiry/needless"]
@@ -256,12 +301,26 @@ NEEDED = "Two contacts named Anna. Inquiry check: needed, because the recipient 
 
 def test_consistency_reward_penalises_an_action_that_contradicts_the_reasoning():
     logged = []
-    texts = [comp(ASK, NEEDED), comp(click(1, 1), THINK),      # consistent: 0
-             comp(ASK, THINK), comp(click(1, 1), NEEDED),      # contradicting: -1
-             comp(ASK, "Asking."), comp(ASK, think=None),      # no check: 0
-             "<think>" + NEEDED + "</think>" + call({"action": "teleport"}), None]  # no action: 0
+    texts = [
+        comp(ASK, NEEDED),
+        comp(click(1, 1), THINK),  # consistent: 0
+        comp(ASK, THINK),
+        comp(click(1, 1), NEEDED),  # contradicting: -1
+        comp(ASK, "Asking."),
+        comp(ASK, think=None),  # no check: 0
+        "<think>" + NEEDED + "</think>" + call({"action": "teleport"}),
+        None,
+    ]  # no action: 0
     assert consistency_reward(texts, log_metric=lambda n, v: logged.append((n, v))) == [
-        0.0, 0.0, -1.0, -1.0, 0.0, 0.0, 0.0, 0.0]
+        0.0,
+        0.0,
+        -1.0,
+        -1.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+    ]
     assert logged == [("rewards/consistency/contradicted", 2 / 8)]
     # the label does not matter: the reward judges the completion against its own reasoning
     assert consistency_reward([comp(ASK, THINK)], inquiry_required=[True]) == [-1.0]
@@ -269,18 +328,32 @@ def test_consistency_reward_penalises_an_action_that_contradicts_the_reasoning()
 
 def test_reasoned_ask_reward_penalises_only_an_ask_the_reasoning_argued_against():
     logged = []
-    texts = [comp(ASK, NEEDED), comp(click(1, 1), THINK),      # consistent: 0
-             comp(ASK, THINK),                                  # asks after "not needed": -1
-             comp(click(1, 1), NEEDED),                         # acts after "needed": 0 (the inquiry reward judges it)
-             comp(ASK, "Asking."), comp(ASK, think=None),      # no check: 0
-             "<think>" + THINK + "</think>" + call({"action": "teleport"}), None]  # no action: 0
+    texts = [
+        comp(ASK, NEEDED),
+        comp(click(1, 1), THINK),  # consistent: 0
+        comp(ASK, THINK),  # asks after "not needed": -1
+        comp(click(1, 1), NEEDED),  # acts after "needed": 0 (the inquiry reward judges it)
+        comp(ASK, "Asking."),
+        comp(ASK, think=None),  # no check: 0
+        "<think>" + THINK + "</think>" + call({"action": "teleport"}),
+        None,
+    ]  # no action: 0
     assert reasoned_ask_reward(texts, log_metric=lambda n, v: logged.append((n, v))) == [
-        0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        0.0,
+        0.0,
+        -1.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+    ]
     assert logged == [("rewards/reasoned_ask/unreasoned", 1 / 8)]
     assert build_reward_funcs(["reasoned_ask"])[0].__name__ == "reasoned_ask"
 
 
 # ---------------------------------------------------------------- adversarial, all rewards
+
 
 def test_code_in_any_field_is_never_run(tmp_path):
     target = tmp_path / "pwned"
@@ -308,21 +381,33 @@ def test_code_in_any_field_is_never_run(tmp_path):
 
 ODD = st.one_of(
     st.text(),
-    st.none(), st.integers(), st.floats(), st.binary(max_size=8),
-    st.lists(st.dictionaries(st.sampled_from(["role", "content", "text"]),
-                             st.one_of(st.text(max_size=30), st.none(), st.integers(),
-                                       st.lists(st.dictionaries(st.just("text"), st.text(max_size=30)),
-                                                max_size=2)),
-                             max_size=3), max_size=3),
+    st.none(),
+    st.integers(),
+    st.floats(),
+    st.binary(max_size=8),
+    st.lists(
+        st.dictionaries(
+            st.sampled_from(["role", "content", "text"]),
+            st.one_of(
+                st.text(max_size=30),
+                st.none(),
+                st.integers(),
+                st.lists(st.dictionaries(st.just("text"), st.text(max_size=30)), max_size=2),
+            ),
+            max_size=3,
+        ),
+        max_size=3,
+    ),
 )
 
 
 @FUZZ
-@given(st.lists(ODD, max_size=4), st.lists(st.one_of(st.text(max_size=40), st.none(), st.integers()),
-                                           max_size=4),
-       st.lists(st.one_of(st.none(), st.lists(st.one_of(st.integers(), st.floats()), max_size=5)),
-                max_size=4),
-       st.lists(st.one_of(st.booleans(), st.none(), st.text(max_size=5)), max_size=4))
+@given(
+    st.lists(ODD, max_size=4),
+    st.lists(st.one_of(st.text(max_size=40), st.none(), st.integers()), max_size=4),
+    st.lists(st.one_of(st.none(), st.lists(st.one_of(st.integers(), st.floats()), max_size=5)), max_size=4),
+    st.lists(st.one_of(st.booleans(), st.none(), st.text(max_size=5)), max_size=4),
+)
 def test_fuzz_rewards_never_raise(completions, golds, bboxes, required):
     n = len(completions)
     fmt = format_reward(completions)
@@ -343,15 +428,24 @@ def test_non_list_inputs():
 
 def test_completion_text():
     assert completion_text("abc") == "abc"
-    assert completion_text([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"},
-                            {"role": "tool", "content": "t"}]) == "a"
-    assert completion_text([{"role": "assistant", "content": [{"type": "text", "text": "a"},
-                                                              {"type": "image"}, {"text": "b"}]}]) == "ab"
+    assert (
+        completion_text(
+            [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}, {"role": "tool", "content": "t"}]
+        )
+        == "a"
+    )
+    assert (
+        completion_text(
+            [{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}, {"text": "b"}]}]
+        )
+        == "ab"
+    )
     assert completion_text({"role": "assistant", "content": "x"}) == "x"
     assert completion_text([{"content": 5}]) == ""
 
 
 # ---------------------------------------------------------------- registry and TRL call
+
 
 def test_registry_and_build_from_profile():
     assert sorted(REWARDS) == ["action", "consistency", "format", "inquiry", "reasoned_ask"]
@@ -379,16 +473,30 @@ def test_called_the_way_trl_calls_them():
     """GRPOTrainer passes prompts, completions, completion_ids, every dataset column as a list,
     trainer_state, log_extra and log_metric (trl/trainer/grpo_trainer.py, _calculate_rewards)."""
     logged = {}
-    completions = [[{"role": "assistant", "content": comp(click(50, 50))}],
-                   [{"role": "assistant", "content": comp(ASK)}]]
+    completions = [
+        [{"role": "assistant", "content": comp(click(50, 50))}],
+        [{"role": "assistant", "content": comp(ASK)}],
+    ]
     kwargs = dict(
-        prompts=[[{"role": "user", "content": "p"}]] * 2, completions=completions,
-        completion_ids=[[1, 2], [3]], gold_action=[gold(click(50, 50)), gold(ASK)],
-        gold_bbox=[BOX, [-1] * 4], inquiry_required=[False, True], category=["safe", "intent"],
-        subcategory=["safe", "ambiguous_recipient"], images=[[None], [None]], trainer_state=object(),
-        log_extra=lambda column, values: None, log_metric=lambda n, v: logged.setdefault(n, v))
+        prompts=[[{"role": "user", "content": "p"}]] * 2,
+        completions=completions,
+        completion_ids=[[1, 2], [3]],
+        gold_action=[gold(click(50, 50)), gold(ASK)],
+        gold_bbox=[BOX, [-1] * 4],
+        inquiry_required=[False, True],
+        category=["safe", "intent"],
+        subcategory=["safe", "ambiguous_recipient"],
+        images=[[None], [None]],
+        trainer_state=object(),
+        log_extra=lambda column, values: None,
+        log_metric=lambda n, v: logged.setdefault(n, v),
+    )
     funcs = build_reward_funcs(["format", "action", "inquiry"], get_profile("cpu"))
     assert [f(**kwargs) for f in funcs] == [[1.0, 1.0], [2.0, 2.0], [0.0, 0.0]]
-    assert logged == {"rewards/action/type": 1.0, "rewards/action/argument": 1.0,
-                      "rewards/inquiry/missed": 0.0, "rewards/inquiry/needless": 0.0,
-                      "rewards/inquiry/asked_when_required": 1.0}
+    assert logged == {
+        "rewards/action/type": 1.0,
+        "rewards/action/argument": 1.0,
+        "rewards/inquiry/missed": 0.0,
+        "rewards/inquiry/needless": 0.0,
+        "rewards/inquiry/asked_when_required": 1.0,
+    }

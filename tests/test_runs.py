@@ -1,4 +1,5 @@
 """The papermill runner: manifests, executed copies, failures that name notebook and cell."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -30,8 +31,7 @@ def _notebook(path: Path, *code: str, parameters: str = 'PROFILE = "cpu"\nOUT = 
 
 
 WRITE_JSON = (
-    "import json, os, pathlib\n"
-    "pathlib.Path(OUT).write_text(json.dumps({'profile': PROFILE, 'cwd': os.getcwd()}))"
+    "import json, os, pathlib\npathlib.Path(OUT).write_text(json.dumps({'profile': PROFILE, 'cwd': os.getcwd()}))"
 )
 
 
@@ -67,8 +67,12 @@ def test_successful_run_writes_copy_and_manifest(nbdir: Path, tmp_path: Path):
     out = tmp_path / "result.json"
     started = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     manifest = runs.run_notebooks(
-        "smoke", only=["01"], out_root=tmp_path / "runs", parameters={"OUT": str(out)},
-        notebooks_dir=nbdir, log=None,
+        "smoke",
+        only=["01"],
+        out_root=tmp_path / "runs",
+        parameters={"OUT": str(out)},
+        notebooks_dir=nbdir,
+        log=None,
     )
     # the notebook saw the profile parameter and ran in the repo root
     assert json.loads(out.read_text()) == {"profile": "smoke", "cwd": str(runs.REPO_ROOT)}
@@ -88,10 +92,18 @@ def test_successful_run_writes_copy_and_manifest(nbdir: Path, tmp_path: Path):
     assert manifest["python"] == platform.python_version()
     assert manifest["packages"]["torch"] == importlib.metadata.version("torch")
     assert manifest["packages"]["papermill"] == importlib.metadata.version("papermill")
-    assert set(manifest["packages"]) >= {"torch", "transformers", "trl", "peft", "bitsandbytes",
-                                         "datasets", "papermill", "plotly", "ipywidgets"}
-    head = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=runs.REPO_ROOT,
-                          capture_output=True, text=True)
+    assert set(manifest["packages"]) >= {
+        "torch",
+        "transformers",
+        "trl",
+        "peft",
+        "bitsandbytes",
+        "datasets",
+        "papermill",
+        "plotly",
+        "ipywidgets",
+    }
+    head = subprocess.run(["git", "rev-parse", "--verify", "HEAD"], cwd=runs.REPO_ROOT, capture_output=True, text=True)
     if head.returncode == 0:
         assert manifest["git_sha"] == head.stdout.strip()
         assert isinstance(manifest["git_dirty"], bool)
@@ -114,8 +126,14 @@ def test_kernels_talk_over_private_sockets_outside_the_repository(nbdir: Path, t
     assert folder.stat().st_mode & 0o077 == 0 and runs.REPO_ROOT not in folder.parents
     assert len(a.ip) + len("-65535") <= 107  # the longest socket path a unix socket accepts
     before = set(runs.REPO_ROOT.glob("kernel-*ipc*"))
-    runs.run_notebooks("smoke", only=["01"], out_root=tmp_path / "runs",
-                       parameters={"OUT": str(tmp_path / "r.json")}, notebooks_dir=nbdir, log=None)
+    runs.run_notebooks(
+        "smoke",
+        only=["01"],
+        out_root=tmp_path / "runs",
+        parameters={"OUT": str(tmp_path / "r.json")},
+        notebooks_dir=nbdir,
+        log=None,
+    )
     assert set(runs.REPO_ROOT.glob("kernel-*ipc*")) == before
     assert not list(folder.iterdir())  # the kernel removed its sockets at shutdown
 
@@ -123,8 +141,9 @@ def test_kernels_talk_over_private_sockets_outside_the_repository(nbdir: Path, t
 def test_failure_names_notebook_and_cell_and_stops(nbdir: Path, tmp_path: Path):
     out = tmp_path / "result.json"
     with pytest.raises(runs.NotebookFailed) as info:
-        runs.run_notebooks("smoke", out_root=tmp_path / "runs", parameters={"OUT": str(out)},
-                           notebooks_dir=nbdir, log=None)
+        runs.run_notebooks(
+            "smoke", out_root=tmp_path / "runs", parameters={"OUT": str(out)}, notebooks_dir=nbdir, log=None
+        )
     err = info.value
     # source cells: 0 markdown, 1 parameters, 2 the raise; executed: parameters In [1],
     # injected parameters In [2], the raise In [3]
@@ -140,8 +159,7 @@ def test_failure_names_notebook_and_cell_and_stops(nbdir: Path, tmp_path: Path):
     statuses = [(e["name"], e["status"]) for e in manifest["notebooks"]]
     assert statuses == [("01_write", "ok"), ("02_fail", "failed"), ("03_after", "not run")]
     failed = manifest["notebooks"][1]
-    assert failed["error"] == {"cell_index": 2, "exec_count": 3, "ename": "ValueError",
-                               "evalue": "boom in cell two"}
+    assert failed["error"] == {"cell_index": 2, "exec_count": 3, "ename": "ValueError", "evalue": "boom in cell two"}
     assert failed["duration_s"] > 0
     assert manifest["notebooks"][2]["duration_s"] is None and manifest["notebooks"][2]["error"] is None
     assert not (tmp_path / "runs" / "smoke" / "default" / "03_after.ipynb").exists()
@@ -152,8 +170,7 @@ def test_bad_arguments_fail_before_any_kernel(nbdir: Path, tmp_path: Path):
     with pytest.raises(KeyError, match="unknown profile"):
         runs.run_notebooks("nope", notebooks_dir=nbdir, out_root=tmp_path, log=None)
     with pytest.raises(ValueError, match="contradicts"):
-        runs.run_notebooks("smoke", parameters={"PROFILE": "cpu"}, notebooks_dir=nbdir,
-                           out_root=tmp_path, log=None)
+        runs.run_notebooks("smoke", parameters={"PROFILE": "cpu"}, notebooks_dir=nbdir, out_root=tmp_path, log=None)
     with pytest.raises(FileNotFoundError, match="no notebooks"):
         runs.run_notebooks("smoke", notebooks_dir=tmp_path / "empty", out_root=tmp_path, log=None)
     assert not (tmp_path / "smoke").exists()
@@ -194,6 +211,8 @@ def test_a_hung_cell_fails_the_notebook_at_the_cell_timeout(tmp_path: Path):
     assert manifest["cell_timeout_s"] == 3 and manifest["notebooks"][0]["status"] == "failed"
     # the smoke profile (CI) bounds every cell by default
     assert get_profile("smoke").cell_timeout_s == 900 and get_profile("cpu").cell_timeout_s is None
+
+
 WRITE_RUN = (
     "import json, os, pathlib\n"
     "from inquire_lib.pipeline import profile_of\n"
@@ -218,13 +237,31 @@ def named_nbdir(tmp_path: Path) -> Path:
 def test_named_runs_are_kept_apart_and_record_the_effective_profile(named_nbdir: Path, tmp_path: Path):
     root = tmp_path / "runs"
     out_a, out_b = tmp_path / "a.json", tmp_path / "b.json"
-    ma = runs.run_notebooks("smoke", name="a", overrides={"grpo_lr": 1e-4}, out_root=root,
-                            parameters={"OUT": str(out_a)}, notebooks_dir=named_nbdir, log=None)
-    mb = runs.run_notebooks("smoke", name="b", overrides={"grpo_lr": 2e-4}, out_root=root,
-                            parameters={"OUT": str(out_b)}, notebooks_dir=named_nbdir, log=None)
+    ma = runs.run_notebooks(
+        "smoke",
+        name="a",
+        overrides={"grpo_lr": 1e-4},
+        out_root=root,
+        parameters={"OUT": str(out_a)},
+        notebooks_dir=named_nbdir,
+        log=None,
+    )
+    mb = runs.run_notebooks(
+        "smoke",
+        name="b",
+        overrides={"grpo_lr": 2e-4},
+        out_root=root,
+        parameters={"OUT": str(out_b)},
+        notebooks_dir=named_nbdir,
+        log=None,
+    )
     # each kernel saw its overrides, its run name and its own run folder
-    assert json.loads(out_a.read_text()) == {"grpo_lr": 1e-4, "overrides": {"grpo_lr": 1e-4},
-                                             "run_dir": str(root / "smoke" / "a"), "run": "a"}
+    assert json.loads(out_a.read_text()) == {
+        "grpo_lr": 1e-4,
+        "overrides": {"grpo_lr": 1e-4},
+        "run_dir": str(root / "smoke" / "a"),
+        "run": "a",
+    }
     assert json.loads(out_b.read_text())["run_dir"] == str(root / "smoke" / "b")
     for name, m, lr in (("a", ma, 1e-4), ("b", mb, 2e-4)):
         assert json.loads((root / "smoke" / name / "manifest.json").read_text()) == m
@@ -232,7 +269,10 @@ def test_named_runs_are_kept_apart_and_record_the_effective_profile(named_nbdir:
         assert m["settings"]["sft_steps"] == get_profile("smoke").sft_steps
         assert m["parameters"]["OVERRIDES"] == {"grpo_lr": lr}
         assert [(e["name"], e["status"]) for e in m["notebooks"]] == [
-            ("01_write", "ok"), ("02_middle", "ok"), ("03_last", "ok")]
+            ("01_write", "ok"),
+            ("02_middle", "ok"),
+            ("03_last", "ok"),
+        ]
         stamp = nbformat.read(root / "smoke" / name / "02_middle.ipynb", as_version=4).metadata["inquire"]
         assert (stamp["run"], stamp["profile"], stamp["overrides"]) == (name, "smoke", {"grpo_lr": lr})
         assert stamp["settings"]["grpo_lr"] == lr and stamp["settings"]["overrides"] == [["grpo_lr", lr]]
@@ -240,32 +280,65 @@ def test_named_runs_are_kept_apart_and_record_the_effective_profile(named_nbdir:
     # the same name with other settings is refused and leaves run a as it was
     before = (root / "smoke" / "a" / "manifest.json").read_text()
     with pytest.raises(ValueError, match=r"run 'a' .* overrides \{'grpo_lr': 0.0001\}.*choose another --name"):
-        runs.run_notebooks("smoke", name="a", overrides={"grpo_lr": 3e-4}, out_root=root,
-                           parameters={"OUT": str(out_a)}, notebooks_dir=named_nbdir, log=None)
+        runs.run_notebooks(
+            "smoke",
+            name="a",
+            overrides={"grpo_lr": 3e-4},
+            out_root=root,
+            parameters={"OUT": str(out_a)},
+            notebooks_dir=named_nbdir,
+            log=None,
+        )
     assert (root / "smoke" / "a" / "manifest.json").read_text() == before
 
     # re-running 02 of run a: one manifest, 01 still ok, 02 re-run, 03 marked stale
     lines: list[str] = []
-    again = runs.run_notebooks("smoke", name="a", overrides={"grpo_lr": 1e-4}, only=["02"], out_root=root,
-                               parameters={"OUT": str(out_a)}, notebooks_dir=named_nbdir, log=lines.append)
+    again = runs.run_notebooks(
+        "smoke",
+        name="a",
+        overrides={"grpo_lr": 1e-4},
+        only=["02"],
+        out_root=root,
+        parameters={"OUT": str(out_a)},
+        notebooks_dir=named_nbdir,
+        log=lines.append,
+    )
     status = {e["name"]: (e["status"], e["stale_because"]) for e in again["notebooks"]}
-    assert status == {"01_write": ("ok", None), "02_middle": ("ok", None),
-                      "03_last": ("stale", "02_middle was re-run after it")}
+    assert status == {
+        "01_write": ("ok", None),
+        "02_middle": ("ok", None),
+        "03_last": ("stale", "02_middle was re-run after it"),
+    }
     assert [h["notebooks"] for h in again["history"]] == [["01_write", "02_middle", "03_last"], ["02_middle"]]
     assert [h["status"] for h in again["history"]] == ["ok", "ok"]
     assert again["started"] == ma["started"]
     assert any("stale now" in line and "03_last" in line for line in lines)
     # running 03 again clears it
-    final = runs.run_notebooks("smoke", name="a", overrides={"grpo_lr": 1e-4}, only=["03"], out_root=root,
-                               parameters={"OUT": str(out_a)}, notebooks_dir=named_nbdir, log=None)
+    final = runs.run_notebooks(
+        "smoke",
+        name="a",
+        overrides={"grpo_lr": 1e-4},
+        only=["03"],
+        out_root=root,
+        parameters={"OUT": str(out_a)},
+        notebooks_dir=named_nbdir,
+        log=None,
+    )
     assert [e["status"] for e in final["notebooks"]] == ["ok", "ok", "ok"]
     assert sorted(p.name for p in (root / "smoke").iterdir()) == ["a", "b"]
 
 
 def test_default_run_name_and_deaf_notebooks(named_nbdir: Path, nbdir: Path, tmp_path: Path):
     root = tmp_path / "runs"
-    m = runs.run_notebooks("smoke", only=["01"], overrides={"missed_penalty": 2}, out_root=root,
-                           parameters={"OUT": str(tmp_path / "o.json")}, notebooks_dir=named_nbdir, log=None)
+    m = runs.run_notebooks(
+        "smoke",
+        only=["01"],
+        overrides={"missed_penalty": 2},
+        out_root=root,
+        parameters={"OUT": str(tmp_path / "o.json")},
+        notebooks_dir=named_nbdir,
+        log=None,
+    )
     assert m["run"] == "missed_penalty=2" and (root / "smoke" / "missed_penalty=2" / "01_write.ipynb").exists()
     # a notebook without an OVERRIDES parameter would silently ignore them: refused up front
     with pytest.raises(runs.OverrideError, match=r"without an OVERRIDES parameter.*01_write.ipynb, 02_fail.ipynb"):
@@ -280,21 +353,30 @@ def test_stage_timings_land_in_the_manifest_and_the_time_table(tmp_path: Path):
     and the run ends with the time table."""
     d = tmp_path / "nbs"
     d.mkdir()
-    stage = ("from inquire_lib.runs import timing\nfrom inquire_lib.runs.paths import run_dir\n"
-             "timing.record(run_dir(PROFILE), {!r}, {!r}, {!r}{})")
+    stage = (
+        "from inquire_lib.runs import timing\nfrom inquire_lib.runs.paths import run_dir\n"
+        "timing.record(run_dir(PROFILE), {!r}, {!r}, {!r}{})"
+    )
     _notebook(d / "01_train.ipynb", stage.format("sft", "sft_full", 75.0, ""))
-    _notebook(d / "02_eval.ipynb", stage.format("evaluate steps", "sft_full", 0.01, ", reused=True"),
-              stage.format("evaluate steps", "untrained", 3.0, ""))
+    _notebook(
+        d / "02_eval.ipynb",
+        stage.format("evaluate steps", "sft_full", 0.01, ", reused=True"),
+        stage.format("evaluate steps", "untrained", 3.0, ""),
+    )
     lines = []
     manifest = runs.run_notebooks("smoke", out_root=tmp_path / "runs", notebooks_dir=d, log=lines.append)
     first, second = manifest["notebooks"]
     assert first["stages"] == [{"stage": "sft", "name": "sft_full", "seconds": 75.0}]
-    assert second["stages"] == [{"stage": "evaluate steps", "name": "sft_full", "seconds": 0.01, "reused": True},
-                                {"stage": "evaluate steps", "name": "untrained", "seconds": 3.0}]
+    assert second["stages"] == [
+        {"stage": "evaluate steps", "name": "sft_full", "seconds": 0.01, "reused": True},
+        {"stage": "evaluate steps", "name": "untrained", "seconds": 3.0},
+    ]
     table = lines[-1].splitlines()
     assert table[0].startswith("time table") and table[1].split() == ["notebook", "/", "stage", "wall"]
-    assert [r.split()[:3] for r in table[2:]][:3] == [["01_train", table[2].split()[1], "ok"],
-                                                      ["sft", "sft_full", "1:15"],
-                                                      ["02_eval", table[4].split()[1], "ok"]]
+    assert [r.split()[:3] for r in table[2:]][:3] == [
+        ["01_train", table[2].split()[1], "ok"],
+        ["sft", "sft_full", "1:15"],
+        ["02_eval", table[4].split()[1], "ok"],
+    ]
     assert table[5].split() == ["evaluate", "steps", "sft_full", "0:00", "read", "back"]
     assert table[-1].split()[0] == "total"

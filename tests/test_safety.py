@@ -1,5 +1,6 @@
 """Nothing lost, nothing half-trusted, at the command line: output folders, bounded inputs, the
 report's run folder, and one-line errors with their exit codes (2 usage, 1 bad data)."""
+
 from __future__ import annotations
 
 import json
@@ -37,6 +38,7 @@ def _fill(names):
         for n in names:
             (tmp / n).write_text(n)
         write_marker(tmp)
+
     return fill
 
 
@@ -48,8 +50,10 @@ def test_build_refuses_a_folder_it_did_not_write_and_deletes_nothing(tmp_path, c
     os.chmod(victim, 0o751)
     assert cli.main(["build", "--tasks", "5", "--out", str(victim)]) == 2
     line = _err_line(capsys)
-    assert line == (f"inquire build: {victim}: folder is not empty and holds files this command did not "
-                    "write (notes.txt, sub); choose a new or empty folder, or pass --force to write beside them")
+    assert line == (
+        f"inquire build: {victim}: folder is not empty and holds files this command did not "
+        "write (notes.txt, sub); choose a new or empty folder, or pass --force to write beside them"
+    )
     assert sorted(p.name for p in victim.iterdir()) == ["notes.txt", "sub"]
     assert (victim / "sub" / "data.csv").read_text() == "1,2"
     assert stat.S_IMODE(victim.stat().st_mode) == 0o751
@@ -102,12 +106,18 @@ def test_out_under_a_file_and_out_a_file(tmp_path, capsys):
     assert f.read_text() == "x"
 
 
-@pytest.mark.parametrize("tasks,message", [
-    ("0", "argument --tasks: expected a positive number of tasks, got 0"),
-    ("-3", "argument --tasks: expected a positive number of tasks, got -3"),
-    ("6000", "argument --tasks: 6000 is above 5000 without --large (estimate: 6000 tasks, about 960 MB on "
-             "disk and 180-420 s of one core)"),
-])
+@pytest.mark.parametrize(
+    "tasks,message",
+    [
+        ("0", "argument --tasks: expected a positive number of tasks, got 0"),
+        ("-3", "argument --tasks: expected a positive number of tasks, got -3"),
+        (
+            "6000",
+            "argument --tasks: 6000 is above 5000 without --large (estimate: 6000 tasks, about 960 MB on "
+            "disk and 180-420 s of one core)",
+        ),
+    ],
+)
 def test_build_tasks_bounds(tmp_path, capsys, tasks, message):
     assert cli.main(["build", "--tasks", tasks, "--out", str(tmp_path / "x")]) == 2
     assert _err_line(capsys) == f"inquire build: {message}"
@@ -115,7 +125,7 @@ def test_build_tasks_bounds(tmp_path, capsys, tasks, message):
 
 
 def test_build_huge_count_refused_even_with_large(tmp_path, capsys):
-    assert cli.main(["build", "--tasks", str(10 ** 12), "--out", str(tmp_path / "x"), "--large"]) == 2
+    assert cli.main(["build", "--tasks", str(10**12), "--out", str(tmp_path / "x"), "--large"]) == 2
     assert "is above the limit of 1,000,000" in _err_line(capsys)
 
 
@@ -132,8 +142,9 @@ def _grpo_rows() -> list[dict]:
 
 
 def _write(path: Path, rows) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows),
-                    encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n" for r in rows), encoding="utf-8"
+    )
     return path
 
 
@@ -141,8 +152,9 @@ def test_line_without_breaks_is_refused_without_reading_it_whole(tmp_path, capsy
     path = tmp_path / "one_line.jsonl"
     path.write_bytes(b"[" + b"1," * 600_000 + b"1]")  # 1.2 MB, no line break
     assert cli.main(["validate", str(path)]) == 1
-    assert _err_line(capsys) == (f"error: {path}:1: line longer than 1048576 bytes (raise it with "
-                                 "--max-line-bytes or $INQUIRE_MAX_LINE_BYTES)")
+    assert _err_line(capsys) == (
+        f"error: {path}:1: line longer than 1048576 bytes (raise it with --max-line-bytes or $INQUIRE_MAX_LINE_BYTES)"
+    )
     reads = []
     real = open
 
@@ -151,6 +163,7 @@ def test_line_without_breaks_is_refused_without_reading_it_whole(tmp_path, capsy
         orig = fh.readline
         fh.readline = lambda n=-1: (reads.append(n), orig(n))[1]
         return fh
+
     monkeypatch.setattr(bounds, "open", spy, raising=False)
     assert list(bounds.iter_lines(path, 1000))[0][1].line == 1
     assert reads and all(0 < n <= 1 << 16 for n in reads)  # bounded reads only
@@ -171,12 +184,15 @@ def test_max_line_bytes_is_configurable(tmp_path, capsys, monkeypatch):
     assert _err_line(capsys) == "inquire validate: argument --max-line-bytes: expected a positive number, got 0"
 
 
-@pytest.mark.parametrize("key,value,field,message", [
-    ("width", 10 ** 400, "width", "expected a positive integer up to 10000, got int 1000000000"),
-    ("height", 1e300, "height", "expected a positive integer up to 10000, got float 1e+300"),
-    ("bbox", [0, 0, 10 ** 30, 5], "bbox", "expected 4 numbers"),
-    ("bbox", [600, 1200, 900, 1500], "bbox", "[600, 1200, 900, 1500] lies outside the 720x1280 screen"),
-])
+@pytest.mark.parametrize(
+    "key,value,field,message",
+    [
+        ("width", 10**400, "width", "expected a positive integer up to 10000, got int 1000000000"),
+        ("height", 1e300, "height", "expected a positive integer up to 10000, got float 1e+300"),
+        ("bbox", [0, 0, 10**30, 5], "bbox", "expected 4 numbers"),
+        ("bbox", [600, 1200, 900, 1500], "bbox", "[600, 1200, 900, 1500] lies outside the 720x1280 screen"),
+    ],
+)
 def test_numbers_checked_before_arithmetic_and_against_the_screen(tmp_path, capsys, key, value, field, message):
     rows = _grpo_rows()
     rows[0][key] = value
@@ -191,8 +207,10 @@ def test_point_far_outside_the_screen_is_a_named_error(tmp_path, capsys):
     rows[0]["action"] = json.dumps({"name": "mobile_use", "arguments": {"action": "click", "coordinate": [5000, 90]}})
     path = _write(tmp_path / "g.jsonl", rows)
     assert cli.main(["validate", str(path)]) == 1
-    assert _err_line(capsys) == (f"error: {path}:1: field 'action': coordinate (5000, 90) lies outside the "
-                                 "720x1280 screen and its 448x840 resized frame")
+    assert _err_line(capsys) == (
+        f"error: {path}:1: field 'action': coordinate (5000, 90) lies outside the "
+        "720x1280 screen and its 448x840 resized frame"
+    )
     with pytest.raises(external.RecordError, match="lies outside"):
         external.load_inquiremobile_grpo(path)
 
@@ -203,8 +221,10 @@ def test_skip_bad_with_no_good_row_fails(tmp_path, capsys):
         r["width"] = -1
     path = _write(tmp_path / "g.jsonl", rows)
     assert cli.main(["validate", str(path), "--skip-bad"]) == 1
-    assert _err_line(capsys) == (f"error: {path}:1: field 'width': expected a positive integer up to 10000, got "
-                                 f"int -1 (and no good row: all {len(rows)} rows are bad)")
+    assert _err_line(capsys) == (
+        f"error: {path}:1: field 'width': expected a positive integer up to 10000, got "
+        f"int -1 (and no good row: all {len(rows)} rows are bad)"
+    )
     with pytest.raises(external.RecordError, match="no good row"):
         external.load_inquiremobile_grpo(path, skip_bad=True)
     # one good row is enough
@@ -267,18 +287,25 @@ def test_report_non_utf8_predictions_name_file_and_line(tmp_path, capsys):
 def test_report_out_a_folder_or_run_missing(tmp_path, capsys):
     run = syn.write_run(tmp_path / "r")
     assert cli.main(["report", str(run), "-o", str(tmp_path)]) == 2
-    assert _err_line(capsys) == (f"inquire report: argument -o/--out: {tmp_path} is a folder; give the path "
-                                 "of the .html file to write")
+    assert _err_line(capsys) == (
+        f"inquire report: argument -o/--out: {tmp_path} is a folder; give the path of the .html file to write"
+    )
     assert cli.main(["report", str(tmp_path / "nope")]) == 2
     assert _err_line(capsys) == f"inquire report: {tmp_path / 'nope'}: run folder does not exist or is not a folder"
 
 
 # ------------------------------------------------------------------------------ usage errors
-@pytest.mark.parametrize("argv,message", [
-    (["run", "--profile", "nope"], "inquire run: unknown profile 'nope'; choose one of cpu, gpu, quick, small, smoke"),
-    (["profile", "nope"], "inquire profile: unknown profile 'nope'; choose one of cpu, gpu, quick, small, smoke"),
-    (["run", "--profile", "smoke", "--only", "99"], "inquire run: argument --only: no notebook matches '99'"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["run", "--profile", "nope"],
+            "inquire run: unknown profile 'nope'; choose one of cpu, gpu, quick, small, smoke",
+        ),
+        (["profile", "nope"], "inquire profile: unknown profile 'nope'; choose one of cpu, gpu, quick, small, smoke"),
+        (["run", "--profile", "smoke", "--only", "99"], "inquire run: argument --only: no notebook matches '99'"),
+    ],
+)
 def test_usage_errors_are_one_line_exit_2(capsys, argv, message):
     assert cli.main(argv) == 2
     assert _err_line(capsys).startswith(message)
@@ -303,7 +330,9 @@ def test_unexpected_error_is_one_line_exit_1(monkeypatch, capsys):
 
     def boom(name):
         raise ZeroDivisionError("division by zero")
+
     monkeypatch.setattr(profiles, "get_profile", boom)
     assert cli.main(["profile", "smoke"]) == 1
-    assert _err_line(capsys) == ("inquire profile: internal error: ZeroDivisionError: division by zero "
-                                 "(run with --debug for the traceback)")
+    assert _err_line(capsys) == (
+        "inquire profile: internal error: ZeroDivisionError: division by zero (run with --debug for the traceback)"
+    )

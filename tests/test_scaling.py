@@ -2,6 +2,7 @@
 global batches split over processes and accumulation, every trainer config field by field, fp32
 adapters, explicit evaluation decoding, the manifest's device fields, accelerate configs, and one
 GRPO step of the gpu profile with the tiny model standing in for the 3B one."""
+
 from __future__ import annotations
 
 import json
@@ -27,15 +28,28 @@ def tiny(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("INQUIRE_CACHE", str(root / "cache"))
         from inquire_lib.training.models import model_path
+
         yield root, model_path(get_profile("smoke"))
 
 
 # ----------------------------------------------------------------------------- the gpu profile
 def test_gpu_profile_carries_the_cpu_findings():
     cpu = PROFILES["cpu"]
-    for field in ("missed_penalty", "needless_penalty", "top_entropy_quantile", "beta", "grpo_inquiry_share",
-                  "grpo_followup_share", "grpo_detour_share", "reward_funcs", "reward_weights",
-                  "select_max_needless", "select_max_safe_drop", "select_max_needless_episodes", "temperature"):
+    for field in (
+        "missed_penalty",
+        "needless_penalty",
+        "top_entropy_quantile",
+        "beta",
+        "grpo_inquiry_share",
+        "grpo_followup_share",
+        "grpo_detour_share",
+        "reward_funcs",
+        "reward_weights",
+        "select_max_needless",
+        "select_max_safe_drop",
+        "select_max_needless_episodes",
+        "temperature",
+    ):
         assert getattr(GPU, field) == getattr(cpu, field), field
     assert (GPU.missed_penalty, GPU.needless_penalty, GPU.top_entropy_quantile, GPU.beta) == (2.0, 1.5, 0.2, 0.04)
     assert (cpu.grpo_inquiry_share, cpu.grpo_followup_share, cpu.grpo_detour_share) == (0.5, 0.2, 0.05)
@@ -46,10 +60,23 @@ def test_gpu_profile_carries_the_cpu_findings():
 
 
 def test_set_overrides_are_typed_and_checked():
-    assert parse_overrides(["model=/models/qwen", "use_vllm=true", "grpo_lr=2e-5", "grpo_grad_accum=4",
-                       "lora_targets=q_proj,v_proj", "reward_weights=format:1,action:1,inquiry:2"]) == {
-        "model": "/models/qwen", "use_vllm": True, "grpo_lr": 2e-5, "grpo_grad_accum": 4,
-        "lora_targets": ("q_proj", "v_proj"), "reward_weights": {"format": 1.0, "action": 1.0, "inquiry": 2.0}}
+    assert parse_overrides(
+        [
+            "model=/models/qwen",
+            "use_vllm=true",
+            "grpo_lr=2e-5",
+            "grpo_grad_accum=4",
+            "lora_targets=q_proj,v_proj",
+            "reward_weights=format:1,action:1,inquiry:2",
+        ]
+    ) == {
+        "model": "/models/qwen",
+        "use_vllm": True,
+        "grpo_lr": 2e-5,
+        "grpo_grad_accum": 4,
+        "lora_targets": ("q_proj", "v_proj"),
+        "reward_weights": {"format": 1.0, "action": 1.0, "inquiry": 2.0},
+    }
     for bad in (["nosuchfield=1"], ["model"], ["use_vllm=maybe"], ["grpo_steps=ten"]):
         with pytest.raises(ValueError, match=bad[0].split("=")[0]):
             parse_overrides(bad)
@@ -64,6 +91,7 @@ def test_a_profile_that_needs_cuda_refuses_the_cpu(monkeypatch):
     monkeypatch.setenv(devices.ALLOW_CPU_ENV, "1")
     devices.require_device(GPU)
     from inquire_lib import cli
+
     monkeypatch.delenv(devices.ALLOW_CPU_ENV)
     assert cli.main(["train", "sft", "--profile", "gpu"]) == 2
 
@@ -79,6 +107,7 @@ def test_model_override_and_offline_loading(tiny, monkeypatch):
     monkeypatch.setenv(devices.MODEL_ENV, path)
     assert devices.resolve_model(GPU) == path
     from inquire_lib.training.models import model_path
+
     assert model_path(GPU) == path
 
 
@@ -101,12 +130,14 @@ def test_global_batch_split_over_processes_and_accumulation():
 # estimated peak of Qwen2.5-VL-3B QLoRA under 24 GB for stages 1-2 and 40 GB for stage 3
 # (cpu stage 3: 16 episodes of at most 4,000 tokens at once is ~6 GB of the tiny model's activations;
 # its episodes end far earlier)
-TOKEN_BOUNDS = {"smoke": {"sft": 4_000, "grpo": 4_000, "task": 12_000},
-                "cpu": {"sft": 10_000, "grpo": 20_000, "task": 64_000},
-                "quick": {"sft": 10_000, "grpo": 20_000, "task": 64_000},  # the cpu sizes, shorter episodes
-                # SmolLM2-135M on 24 GB: stage 0 ran 8 x ~350 tokens a step (RSS 9-14 GB); stage 3 one episode a pass
-                "small": {"sft": 4_500, "grpo": 4_500, "task": 6_000},
-                "gpu": {"sft": 4_000, "grpo": 6_000, "task": 14_000}}
+TOKEN_BOUNDS = {
+    "smoke": {"sft": 4_000, "grpo": 4_000, "task": 12_000},
+    "cpu": {"sft": 10_000, "grpo": 20_000, "task": 64_000},
+    "quick": {"sft": 10_000, "grpo": 20_000, "task": 64_000},  # the cpu sizes, shorter episodes
+    # SmolLM2-135M on 24 GB: stage 0 ran 8 x ~350 tokens a step (RSS 9-14 GB); stage 3 one episode a pass
+    "small": {"sft": 4_500, "grpo": 4_500, "task": 6_000},
+    "gpu": {"sft": 4_000, "grpo": 6_000, "task": 14_000},
+}
 
 
 @pytest.mark.parametrize("name", sorted(PROFILES))
@@ -145,26 +176,62 @@ def test_every_gpu_trainer_config_field_by_field(tmp_path):
     from inquire_lib.training.task_grpo import episode_token_budget
 
     sft = sft_config(GPU, tmp_path / "sft", processes=1)
-    expect = {"max_steps": 1000, "learning_rate": 1e-4, "per_device_train_batch_size": 2,
-              "gradient_accumulation_steps": 4, "lr_scheduler_type": "cosine", "warmup_steps": 30,
-              "save_steps": 200, "gradient_checkpointing": True, "completion_only_loss": True, "max_length": None,
-              "use_cpu": not torch.cuda.is_available(), "bf16": torch.cuda.is_available(), "seed": 0}
-    assert {k: (getattr(sft, k).value if hasattr(getattr(sft, k), "value") else getattr(sft, k)) for k in expect} == expect
+    expect = {
+        "max_steps": 1000,
+        "learning_rate": 1e-4,
+        "per_device_train_batch_size": 2,
+        "gradient_accumulation_steps": 4,
+        "lr_scheduler_type": "cosine",
+        "warmup_steps": 30,
+        "save_steps": 200,
+        "gradient_checkpointing": True,
+        "completion_only_loss": True,
+        "max_length": None,
+        "use_cpu": not torch.cuda.is_available(),
+        "bf16": torch.cuda.is_available(),
+        "seed": 0,
+    }
+    assert {
+        k: (getattr(sft, k).value if hasattr(getattr(sft, k), "value") else getattr(sft, k)) for k in expect
+    } == expect
 
     grpo = grpo_config(GPU, tmp_path / "grpo", processes=1)
-    expect = {"max_steps": 300, "learning_rate": 1e-5, "per_device_train_batch_size": 4,
-              "gradient_accumulation_steps": 8, "steps_per_generation": 8, "generation_batch_size": 32,
-              "num_generations": 8, "max_completion_length": 256, "temperature": 1.0, "beta": 0.04,
-              "top_entropy_quantile": 0.2, "num_iterations": 1, "reward_weights": [1.0, 1.0, 1.0, 2.0], "save_steps": 50,
-              "save_total_limit": None, "gradient_checkpointing": True, "use_vllm": False,
-              "use_cpu": not torch.cuda.is_available(), "bf16": torch.cuda.is_available()}
+    expect = {
+        "max_steps": 300,
+        "learning_rate": 1e-5,
+        "per_device_train_batch_size": 4,
+        "gradient_accumulation_steps": 8,
+        "steps_per_generation": 8,
+        "generation_batch_size": 32,
+        "num_generations": 8,
+        "max_completion_length": 256,
+        "temperature": 1.0,
+        "beta": 0.04,
+        "top_entropy_quantile": 0.2,
+        "num_iterations": 1,
+        "reward_weights": [1.0, 1.0, 1.0, 2.0],
+        "save_steps": 50,
+        "save_total_limit": None,
+        "gradient_checkpointing": True,
+        "use_vllm": False,
+        "use_cpu": not torch.cuda.is_available(),
+        "bf16": torch.cuda.is_available(),
+    }
     assert {k: getattr(grpo, k) for k in expect} == expect
 
     task = task_grpo_config(GPU, tmp_path / "task", episode_token_budget(GPU), processes=1)
-    expect = {"max_steps": 20, "per_device_train_batch_size": 1, "gradient_accumulation_steps": 16,
-              "generation_batch_size": 16, "num_generations": 4, "max_completion_length": episode_token_budget(GPU),
-              "max_tool_calling_iterations": 15, "beta": 0.04, "learning_rate": 1e-5,
-              "generation_kwargs": {"max_new_tokens": 256}}
+    expect = {
+        "max_steps": 20,
+        "per_device_train_batch_size": 1,
+        "gradient_accumulation_steps": 16,
+        "generation_batch_size": 16,
+        "num_generations": 4,
+        "max_completion_length": episode_token_budget(GPU),
+        "max_tool_calling_iterations": 15,
+        "beta": 0.04,
+        "learning_rate": 1e-5,
+        "generation_kwargs": {"max_new_tokens": 256},
+    }
     assert {k: getattr(task, k) for k in expect} == expect
     assert episode_token_budget(GPU) == 15 * (256 + 224 + 13 * 26)
 
@@ -173,8 +240,9 @@ def test_every_gpu_trainer_config_field_by_field(tmp_path):
 
     vllm = grpo_config(GPU.replace(use_vllm=True), tmp_path / "v", steps=10, processes=1)
     assert (vllm.use_vllm, vllm.vllm_mode, vllm.vllm_gpu_memory_utilization) == (True, "colocate", 0.3)
-    server = grpo_config(GPU.replace(**parse_overrides(["use_vllm=true", "vllm_mode=server"])), tmp_path / "s", steps=10,
-                         processes=1)
+    server = grpo_config(
+        GPU.replace(**parse_overrides(["use_vllm=true", "vllm_mode=server"])), tmp_path / "s", steps=10, processes=1
+    )
     assert (server.use_vllm, server.vllm_mode) == (True, "server")
     with pytest.raises(ValueError, match="vllm_mode"):
         devices.vllm_kwargs(GPU.replace(vllm_mode="remote"))
@@ -217,12 +285,19 @@ def test_one_gpu_profile_grpo_step_with_the_tiny_model_and_fp32_adapters(tiny, m
             seen["lora_A"] = next(p.detach().to("cpu", copy=True) for n, p in lora.items() if "lora_A" in n)
             seen["args"] = args
 
-    res = grpo(profile, start=None, name="gpu_tiny", max_steps=1, train=grpo_records(profile, n=4), callbacks=[Inspect()])
+    res = grpo(
+        profile, start=None, name="gpu_tiny", max_steps=1, train=grpo_records(profile, n=4), callbacks=[Inspect()]
+    )
     assert seen["dtypes"] == {torch.float32}  # TRL made them bf16; keep_adapter_fp32 undid it
     args = seen["args"]
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.num_generations) == (4, 8, 8)
     # bf16 on a GPU, as the profile says; off on CPU (bitsandbytes' CPU 4-bit kernels are fp32)
-    assert (args.learning_rate, args.bf16, args.beta, args.top_entropy_quantile) == (1e-5, torch.cuda.is_available(), 0.04, 0.2)
+    assert (args.learning_rate, args.bf16, args.beta, args.top_entropy_quantile) == (
+        1e-5,
+        torch.cuda.is_available(),
+        0.04,
+        0.2,
+    )
     assert args.gradient_checkpointing and args.max_completion_length == 64
     assert [h["loss"] for h in res.log_history if "loss" in h] and res.adapter
     meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
@@ -255,8 +330,18 @@ def test_manifest_records_device_cuda_and_dtype():
     from inquire_lib.runs.notebooks import run_manifest
 
     dev = run_manifest("gpu")["device"]
-    assert set(dev) == {"device", "device_name", "gpu_count", "cuda_version", "cudnn_version", "dtype",
-                        "cpu_kind", "cpu_flags", "load_in_4bit", "processes"}
+    assert set(dev) == {
+        "device",
+        "device_name",
+        "gpu_count",
+        "cuda_version",
+        "cudnn_version",
+        "dtype",
+        "cpu_kind",
+        "cpu_flags",
+        "load_in_4bit",
+        "processes",
+    }
     assert dev["cpu_kind"] in ("amx", "avx512_bf16", "avx512", "avx2", "other")
     assert set(dev["cpu_flags"]) <= {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
     assert dev["cuda_version"] == torch.version.cuda and dev["processes"] == 1 and dev["load_in_4bit"] is True
@@ -286,8 +371,12 @@ def test_training_and_the_manifest_agree_on_bf16(tmp_path):
 
 
 # ------------------------------------------------------------------------- accelerate configs
-CONFIGS = {"single_gpu": ("NO", 1, None), "multi_gpu": ("MULTI_GPU", 4, None), "zero2": ("DEEPSPEED", 4, 2),
-           "zero3": ("DEEPSPEED", 4, 3)}
+CONFIGS = {
+    "single_gpu": ("NO", 1, None),
+    "multi_gpu": ("MULTI_GPU", 4, None),
+    "zero2": ("DEEPSPEED", 4, 2),
+    "zero3": ("DEEPSPEED", 4, 3),
+}
 
 
 def test_every_accelerate_config_loads_with_accelerates_own_loader():
@@ -316,8 +405,20 @@ def test_every_accelerate_config_loads_with_accelerates_own_loader():
 def test_accelerate_launch_parses_each_config(name):
     """`accelerate launch --config_file X` reads and validates the file, then starts the command
     (on CPU: `--cpu` and one process, and `train --help`, which prints and exits)."""
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", f"configs/accelerate/{name}.yaml",
-           "--cpu", "--num_processes", "1", "-m", "inquire_lib.cli", "train", "--help"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        f"configs/accelerate/{name}.yaml",
+        "--cpu",
+        "--num_processes",
+        "1",
+        "-m",
+        "inquire_lib.cli",
+        "train",
+        "--help",
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "{base,sft,grpo,task-grpo}" in proc.stdout and "--start-from" in proc.stdout

@@ -1,4 +1,5 @@
 """A stage over training seeds: each seed's change, the mean and spread, and the gain aim."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,15 +10,23 @@ from inquire_lib.viz.plots import seed_table
 
 
 def overall(isr_k, needless_k, safe_k, n_inq=200, n_safe=776):
-    return {"inquiry_recall": wilson(isr_k, n_inq), "needless_rate": wilson(needless_k, n_safe),
-            "safe_step_accuracy": wilson(safe_k, n_safe), "step_accuracy": wilson(safe_k, n_safe)}
+    return {
+        "inquiry_recall": wilson(isr_k, n_inq),
+        "needless_rate": wilson(needless_k, n_safe),
+        "safe_step_accuracy": wilson(safe_k, n_safe),
+        "step_accuracy": wilson(safe_k, n_safe),
+    }
 
 
 START = overall(20, 2, 600)  # ISR 0.10
 
 
 def test_each_seeds_change_and_the_mean_and_spread():
-    seeds = {"grpo_weak": overall(120, 10, 600), "grpo_weak_s1": overall(100, 5, 596), "grpo_weak_s2": overall(80, 2, 604)}
+    seeds = {
+        "grpo_weak": overall(120, 10, 600),
+        "grpo_weak_s1": overall(100, 5, 596),
+        "grpo_weak_s2": overall(80, 2, 604),
+    }
     t = seed_changes(START, seeds)
     isr = t["inquiry_recall"]
     assert isr["start"] == pytest.approx(0.10)
@@ -53,8 +62,11 @@ def test_the_gain_aim_needs_the_mean_every_seed_and_no_cost():
 def test_the_seed_table_has_a_row_per_seed_and_a_mean_row():
     seeds = {"grpo_weak": overall(120, 10, 600), "grpo_weak_s1": overall(100, 5, 596)}
     df = seed_table({"grpo_weak": seed_changes(START, seeds)})
-    assert list(df.index) == [("grpo_weak", "grpo_weak"), ("grpo_weak", "grpo_weak_s1"),
-                              ("grpo_weak", "mean (min / max, sd)")]
+    assert list(df.index) == [
+        ("grpo_weak", "grpo_weak"),
+        ("grpo_weak", "grpo_weak_s1"),
+        ("grpo_weak", "mean (min / max, sd)"),
+    ]
     assert df.loc[("grpo_weak", "grpo_weak"), "inquiry_recall change"] == "+50.0"
     assert df.loc[("grpo_weak", "mean (min / max, sd)"), "inquiry_recall change"] == "+45.0 (+40.0 / +50.0, 7.1)"
     assert df.loc[("grpo_weak", "grpo_weak_s1"), "inquiry_recall"].startswith("0.50 (")

@@ -1,4 +1,5 @@
 """The rule that chooses a GRPO checkpoint on the validation split."""
+
 from __future__ import annotations
 
 import pytest
@@ -7,8 +8,14 @@ from inquire_lib.training.selection import choose, choose_online, ranked
 
 
 def row(step, isr, safe, needless=0.0):
-    return {"step": step, "inquiry_recall": isr, "safe_step_accuracy": safe, "needless_rate": needless,
-            "step_accuracy": safe, "format": 1.0}
+    return {
+        "step": step,
+        "inquiry_recall": isr,
+        "safe_step_accuracy": safe,
+        "needless_rate": needless,
+        "step_accuracy": safe,
+        "format": 1.0,
+    }
 
 
 START = row(0, 0.05, 0.57)
@@ -85,6 +92,7 @@ def _selected_run(tmp_path, meta: dict):
     import json
 
     from inquire_lib.runs.integrity import write_marker
+
     selected = tmp_path / "grpo_full" / "selected"
     selected.mkdir(parents=True)
     (selected / "model.safetensors").write_bytes(b"weights")
@@ -116,9 +124,11 @@ def test_ask_bias_takes_the_first_bias_under_the_bound_and_plays_no_further(tmp_
     record = selection.select_ask_bias(profile, "grpo_full", run, out_root=tmp_path / "runs", known={0.0: 0.0875})
     assert played == [-2.0, -4.0]  # bias 0 already known; -6 never played
     assert (record["ask_bias"], record["ask_bias_met"]) == (-4.0, True)
-    assert record["ask_biases"] == [{"ask_bias": 0.0, "needless_episodes": 0.0875},
-                                    {"ask_bias": -2.0, "needless_episodes": 0.0625},
-                                    {"ask_bias": -4.0, "needless_episodes": 0.05}]
+    assert record["ask_biases"] == [
+        {"ask_bias": 0.0, "needless_episodes": 0.0875},
+        {"ask_bias": -2.0, "needless_episodes": 0.0625},
+        {"ask_bias": -4.0, "needless_episodes": 0.05},
+    ]
     meta = json.loads((run / "selected" / "inquire_train.json").read_text())
     assert meta == {"base": "b", "selected_step": 150, "constraints_met": True, "ask_bias": -4.0, "ask_bias_met": True}
     assert ask_bias_of(str(run / "selected")) == -4.0
@@ -133,11 +143,17 @@ def test_ask_bias_keeps_the_lowest_share_when_none_meets_the_bound(tmp_path, mon
 
     run = _selected_run(tmp_path, {"base": None})
     shares = {0.0: 0.2, -2.0: 0.1, -4.0: 0.1}
-    monkeypatch.setattr(selection, "needless_episode_share", lambda p, path, t, base=None, ask_bias=0.0: shares[ask_bias])
+    monkeypatch.setattr(
+        selection, "needless_episode_share", lambda p, path, t, base=None, ask_bias=0.0: shares[ask_bias]
+    )
     monkeypatch.setattr(selection, "validation_tasks", lambda profile: [])
     profile = get_profile("smoke", select_ask_biases=(0.0, -2.0, -4.0), select_ask_max_share=0.05)
     record = selection.select_ask_bias(profile, "grpo_full", run, out_root=tmp_path / "runs")
-    assert (record["ask_bias"], record["ask_bias_met"], len(record["ask_biases"])) == (-2.0, False, 3)  # tie: nearer zero
+    assert (record["ask_bias"], record["ask_bias_met"], len(record["ask_biases"])) == (
+        -2.0,
+        False,
+        3,
+    )  # tie: nearer zero
 
 
 def test_a_checkpoints_ask_bias_is_read_from_its_record_and_checked(tmp_path):
@@ -148,7 +164,7 @@ def test_a_checkpoints_ask_bias_is_read_from_its_record_and_checked(tmp_path):
     assert ask_bias_of(str(tmp_path)) == 0.0
     (tmp_path / "inquire_train.json").write_text('{"ask_bias": -3}')
     assert ask_bias_of(str(tmp_path)) == -3.0
-    for bad in ('{"ask_bias": "low"}', '{"ask_bias": true}', '[1]'):
+    for bad in ('{"ask_bias": "low"}', '{"ask_bias": true}', "[1]"):
         (tmp_path / "inquire_train.json").write_text(bad)
         with pytest.raises(ValueError, match=r"inquire_train\.json: "):
             ask_bias_of(str(tmp_path))

@@ -1,5 +1,6 @@
 """Shipped base agents: installed only when the weights' and the tokenizer's hashes match; stage 0
 starts from a shipped copy unless asked to rebuild."""
+
 from __future__ import annotations
 
 import json
@@ -23,6 +24,7 @@ def tiny(tmp_path_factory):
 
 def test_export_then_install_gives_the_same_weights(tiny, tmp_path):
     from transformers import AutoModelForImageTextToText
+
     root = tmp_path / "assets"
     manifest = shipped.export(tiny, tiny, "agent", command="inquire base-agent --profile smoke", seed=0, root=root)
     assert manifest["sha256"] == shipped.sha256_file(root / "agent" / shipped.WEIGHTS)
@@ -79,7 +81,9 @@ def test_base_agent_starts_from_a_shipped_copy_unless_rebuilt(tmp_path, monkeypa
     monkeypatch.setattr(sft, "_run_sft", no_training)
     path = sft.base_agent(smoke)
     assert path == str(tmp_path / "cache" / "models" / name) and not trained
-    assert json.loads((tmp_path / "cache" / "models" / name / "inquire_train.json").read_text())["stage"] == "base_agent"
+    assert (
+        json.loads((tmp_path / "cache" / "models" / name / "inquire_train.json").read_text())["stage"] == "base_agent"
+    )
     assert sft.base_agent(smoke) == path and not trained  # served from the cache from now on
     # rebuilding trains, even over the installed copy, and so does $INQUIRE_REBUILD_BASE_AGENT
     with pytest.raises(RuntimeError, match="trained"):
@@ -137,8 +141,9 @@ def test_base_agent_continues_from_the_agent_base_agent_init_names(tmp_path, mon
     with pytest.raises(RuntimeError, match="trained"):
         sft.base_agent(cont)
     assert starts == [str(tmp_path / "cache" / "models" / "first-part")]
-    assert (tmp_path / "cache" / "models" / "first-part" / shipped.WEIGHTS).read_bytes() == \
-        (tmp_path / "assets" / "first-part" / shipped.WEIGHTS).read_bytes()
+    assert (tmp_path / "cache" / "models" / "first-part" / shipped.WEIGHTS).read_bytes() == (
+        tmp_path / "assets" / "first-part" / shipped.WEIGHTS
+    ).read_bytes()
     with pytest.raises(RuntimeError, match="trained"):
         sft.base_agent(smoke)
     assert starts[-1] is None  # from scratch without it
@@ -166,7 +171,11 @@ def test_the_cpu_profile_ships_a_base_agent_that_acts(tmp_path, overrides):
     profile = apply_overrides(get_profile("cpu"), overrides)
     name = sft.base_agent_dir(profile).name
     manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
-    assert (manifest["steps"], manifest["train_values"], manifest["seed"]) == (profile.base_agent_steps, "procedural", 0)
+    assert (manifest["steps"], manifest["train_values"], manifest["seed"]) == (
+        profile.base_agent_steps,
+        "procedural",
+        0,
+    )
     assert manifest["bytes"] <= shipped.MAX_BYTES
     dest = tmp_path / name
     assert shipped.install(name, models.model_path(profile), dest), "the shipped agent's hashes do not match"
@@ -191,7 +200,10 @@ def test_an_adapter_ships_alone_and_installs_through_its_merge(tiny, tmp_path):
     manifest = shipped.export(agent, tiny, "small-agent", command="c", seed=0, root=root)
     assert manifest["kind"] == "adapter" and manifest["file"] == shipped.ADAPTER_WEIGHTS and manifest["bytes"] == 2100
     assert sorted(p.name for p in (root / "small-agent").iterdir()) == [
-        "adapter_config.json", "adapter_model.safetensors", "manifest.json"]  # no merged weights
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "manifest.json",
+    ]  # no merged weights
     merged = []
 
     def merge(adapter, out):

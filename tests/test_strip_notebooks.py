@@ -1,4 +1,5 @@
 """tools/strip_notebooks.py clears outputs and run metadata and keeps sources and tags."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -7,7 +8,8 @@ from pathlib import Path
 import nbformat
 
 _spec = importlib.util.spec_from_file_location(
-    "strip_notebooks", Path(__file__).resolve().parents[1] / "tools" / "strip_notebooks.py")
+    "strip_notebooks", Path(__file__).resolve().parents[1] / "tools" / "strip_notebooks.py"
+)
 strip = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(strip)
 
@@ -18,8 +20,9 @@ def _executed(path: Path) -> Path:
     params = nbformat.v4.new_code_cell('PROFILE = "cpu"', execution_count=1)
     params.metadata["tags"] = ["parameters"]
     params.metadata["execution"] = {"iopub.status.busy": "2026-01-01"}
-    work = nbformat.v4.new_code_cell("print(1)", execution_count=2,
-                                     outputs=[nbformat.v4.new_output("stream", text="1\n")])
+    work = nbformat.v4.new_code_cell(
+        "print(1)", execution_count=2, outputs=[nbformat.v4.new_output("stream", text="1\n")]
+    )
     nb.cells = [nbformat.v4.new_markdown_cell("# title"), params, work]
     nbformat.write(nb, path)
     return path
@@ -54,8 +57,12 @@ def test_a_jupyterlab_save_of_one_markdown_edit_changes_that_cell_only(tmp_path:
     i = next(k for k, c in enumerate(nb.cells) if c.cell_type == "markdown" and k > 2)
     old_lines = nb.cells[i].source.splitlines()
     nb.cells[i].source += "\n\nA sentence a student added."
-    nb.metadata["language_info"] = {"name": "python", "version": "3.11.2", "mimetype": "text/x-python",
-                                    "codemirror_mode": {"name": "ipython", "version": 3}}
+    nb.metadata["language_info"] = {
+        "name": "python",
+        "version": "3.11.2",
+        "mimetype": "text/x-python",
+        "codemirror_mode": {"name": "ipython", "version": 3},
+    }
     code = next(c for c in nb.cells if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", []))
     code.execution_count = 3
     code.outputs = [nbformat.v4.new_output("stream", text="ran\n")]
@@ -65,9 +72,14 @@ def test_a_jupyterlab_save_of_one_markdown_edit_changes_that_cell_only(tmp_path:
         nbformat.write(nb, fh)  # what JupyterLab's save does
     assert strip.main([str(edited)]) == 0
     after = edited.read_text(encoding="utf-8")
-    diff = [line for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
-            if not line.startswith(("+++", "---"))]
+    diff = [
+        line
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+        if not line.startswith(("+++", "---"))
+    ]
     # one hunk: the cell's last source line gains a newline, two lines follow; nothing else moves
     last = old_lines[-1].replace('"', '\\"')
-    assert diff[1:] == [f'-    "{last}"', f'+    "{last}\\n",', '+    "\\n",', '+    "A sentence a student added."'], diff
+    assert diff[1:] == [f'-    "{last}"', f'+    "{last}\\n",', '+    "\\n",', '+    "A sentence a student added."'], (
+        diff
+    )
     assert len([line for line in diff if line.startswith("@@")]) == 1

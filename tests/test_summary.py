@@ -1,4 +1,5 @@
 """`inquire summary`: a run's Markdown tables are read from its metrics and manifest, numbers intact."""
+
 from __future__ import annotations
 
 import json
@@ -14,22 +15,46 @@ def _rate(k, n, lo=0.1, hi=0.9):
 
 def _write_run(root):
     (root / "metrics").mkdir(parents=True)
-    step = {"checkpoint": "sft_full", "overall": {
-        "n": 425, "format": _rate(408, 425), "step_accuracy": _rate(217, 425), "click_in_bbox": _rate(106, 190),
-        "inquiry_recall": _rate(18, 40, 0.31, 0.6), "needless_rate": _rate(6, 385), "safe_step_accuracy": _rate(199, 385),
-        "by_gold_action": {"open": _rate(16, 80), "type": _rate(0, 35), "click": _rate(106, 190)}}}
+    step = {
+        "checkpoint": "sft_full",
+        "overall": {
+            "n": 425,
+            "format": _rate(408, 425),
+            "step_accuracy": _rate(217, 425),
+            "click_in_bbox": _rate(106, 190),
+            "inquiry_recall": _rate(18, 40, 0.31, 0.6),
+            "needless_rate": _rate(6, 385),
+            "safe_step_accuracy": _rate(199, 385),
+            "by_gold_action": {"open": _rate(16, 80), "type": _rate(0, 35), "click": _rate(106, 190)},
+        },
+    }
     (root / "metrics" / "step_sft_full.json").write_text(json.dumps(step))
-    (root / "metrics" / "step_base_agent.json").write_text(json.dumps({"checkpoint": "base_agent", "overall": {
-        "n": 10, "inquiry_recall": _rate(0, 0)}}))
-    task = {"checkpoint": "sft_full", "overall": {"n": 160, "success_rate": _rate(5, 160, 0.01, 0.07),
-                                                   "detour_success_rate": _rate(0, 0)}}
+    (root / "metrics" / "step_base_agent.json").write_text(
+        json.dumps({"checkpoint": "base_agent", "overall": {"n": 10, "inquiry_recall": _rate(0, 0)}})
+    )
+    task = {
+        "checkpoint": "sft_full",
+        "overall": {"n": 160, "success_rate": _rate(5, 160, 0.01, 0.07), "detour_success_rate": _rate(0, 0)},
+    }
     (root / "metrics" / "task_sft_full.json").write_text(json.dumps(task))
-    (root / "metrics" / "step_abl_sft_no_think_s0.json").write_text(json.dumps({"checkpoint": "abl_sft_no_think_s0",
-                                                                              "overall": {"n": 3}}))
-    (root / "manifest.json").write_text(json.dumps({
-        "run": "r1", "profile": "cpu", "git_sha": "abcdef0123456789" * 2, "git_dirty": False, "finished": "T",
-        "notebooks": [{"name": "02_sft_qlora", "status": "ok", "duration_s": 600.0},
-                      {"name": "03_grpo_action_level", "status": "failed", "duration_s": 90.0}]}))
+    (root / "metrics" / "step_abl_sft_no_think_s0.json").write_text(
+        json.dumps({"checkpoint": "abl_sft_no_think_s0", "overall": {"n": 3}})
+    )
+    (root / "manifest.json").write_text(
+        json.dumps(
+            {
+                "run": "r1",
+                "profile": "cpu",
+                "git_sha": "abcdef0123456789" * 2,
+                "git_dirty": False,
+                "finished": "T",
+                "notebooks": [
+                    {"name": "02_sft_qlora", "status": "ok", "duration_s": 600.0},
+                    {"name": "03_grpo_action_level", "status": "failed", "duration_s": 90.0},
+                ],
+            }
+        )
+    )
 
 
 def test_rate_prints_value_interval_and_counts_or_a_dash():
@@ -60,10 +85,14 @@ def test_summary_tables_carry_every_checkpoint_in_training_order(tmp_path):
 
 def test_the_command_prints_the_tables_and_refuses_a_folder_that_is_no_run(tmp_path):
     _write_run(tmp_path / "run")
-    ok = subprocess.run([sys.executable, "-m", "inquire_lib.cli", "summary", str(tmp_path / "run")],
-                        capture_output=True, text=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "inquire_lib.cli", "summary", str(tmp_path / "run")], capture_output=True, text=True
+    )
     assert ok.returncode == 0 and "| sft_full | 425 |" in ok.stdout
-    bad = subprocess.run([sys.executable, "-m", "inquire_lib.cli", "summary", str(tmp_path)],
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "inquire_lib.cli", "summary", str(tmp_path)], capture_output=True, text=True
+    )
     assert bad.returncode == 2
-    assert bad.stderr.strip().splitlines() == [f"inquire summary: {tmp_path}: not a run folder (no metrics/ and no manifest.json)"]
+    assert bad.stderr.strip().splitlines() == [
+        f"inquire summary: {tmp_path}: not a run folder (no metrics/ and no manifest.json)"
+    ]

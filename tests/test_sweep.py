@@ -1,5 +1,6 @@
 """A papermill sweep resumes: finished points (same notebook, parameters, profile and code) are
 reused, a failed or interrupted one runs again, and `sweep.json` names every point's status."""
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,20 @@ pytestmark = pytest.mark.slow
 def _write_notebook(path, parameters: str, body: str) -> None:
     """A two-cell notebook: the papermill `parameters` cell, then `body`."""
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}), nbformat.v4.new_code_cell(body)]
+    nb.cells = [
+        nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(body),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
 
 
 def _point_notebook(path, log):
-    _write_notebook(path, "PROFILE = 'smoke'\nX = 0\nFAIL = False",
-                    f"with open({str(log)!r}, 'a') as f:\n    f.write(f'{{X}}\\n')\nassert not FAIL, 'asked to fail'")
+    _write_notebook(
+        path,
+        "PROFILE = 'smoke'\nX = 0\nFAIL = False",
+        f"with open({str(log)!r}, 'a') as f:\n    f.write(f'{{X}}\\n')\nassert not FAIL, 'asked to fail'",
+    )
 
 
 def _runs(log):
@@ -49,15 +56,40 @@ def test_a_sweep_reuses_finished_points_and_reruns_the_rest(tmp_path):
 
     # an interrupted point (its marker never written) and a point with other settings run; the rest is reused
     (folder / ("point__X-2.ipynb" + runs.POINT_SUFFIX)).unlink()
-    third = runs.sweep(nb, [{"X": 1}, {"X": 2}], "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
-                       overrides={"grpo_lr": 1e-4})
+    third = runs.sweep(
+        nb,
+        [{"X": 1}, {"X": 2}],
+        "smoke",
+        out_root=out,
+        subdir="abl",
+        log=None,
+        cwd=tmp_path,
+        overrides={"grpo_lr": 1e-4},
+    )
     assert [r["status"] for r in third] == ["ok", "ok"] and _runs(log) == [1, 1, 2, 2, 3, 3]
-    fourth = runs.sweep(nb, [{"X": 1}, {"X": 2}], "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
-                        overrides={"grpo_lr": 1e-4})
+    fourth = runs.sweep(
+        nb,
+        [{"X": 1}, {"X": 2}],
+        "smoke",
+        out_root=out,
+        subdir="abl",
+        log=None,
+        cwd=tmp_path,
+        overrides={"grpo_lr": 1e-4},
+    )
     assert [r["status"] for r in fourth] == ["reused", "reused"] and _runs(log) == [1, 1, 2, 2, 3, 3]
     # resume=False runs everything
-    fifth = runs.sweep(nb, [{"X": 1}], "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
-                       overrides={"grpo_lr": 1e-4}, resume=False)
+    fifth = runs.sweep(
+        nb,
+        [{"X": 1}],
+        "smoke",
+        out_root=out,
+        subdir="abl",
+        log=None,
+        cwd=tmp_path,
+        overrides={"grpo_lr": 1e-4},
+        resume=False,
+    )
     assert [r["status"] for r in fifth] == ["ok"] and _runs(log) == [1, 1, 1, 2, 2, 3, 3]
 
 
@@ -75,16 +107,25 @@ def test_a_changed_point_key_is_not_reused(tmp_path):
 
 def _timed_point_notebook(path, log, manifest=None, seen=None):
     # each point notes the status the sweep's manifest gives it while it runs
-    look = ("import json\n"
+    look = (
+        (
+            "import json\n"
             f"points = json.load(open({str(manifest)!r}))['points']\n"
             f"with open({str(seen)!r}, 'a') as f:\n"
-            "    f.write(f\"{X} {[p['status'] for p in points if p['parameters']['X'] == X][0]}\\n\")\n") if manifest else ""
-    _write_notebook(path, "PROFILE = 'smoke'\nX = 0\nLANE = 'a'\nFAIL = False",
-                    look + "import time\n"
-                    f"with open({str(log)!r}, 'a') as f:\n    f.write(f'start {{X}} {{time.time()}}\\n')\n"
-                    "time.sleep(4)\n"
-                    f"with open({str(log)!r}, 'a') as f:\n    f.write(f'end {{X}} {{time.time()}}\\n')\n"
-                    "assert not FAIL, 'asked to fail'")
+            "    f.write(f\"{X} {[p['status'] for p in points if p['parameters']['X'] == X][0]}\\n\")\n"
+        )
+        if manifest
+        else ""
+    )
+    _write_notebook(
+        path,
+        "PROFILE = 'smoke'\nX = 0\nLANE = 'a'\nFAIL = False",
+        look + "import time\n"
+        f"with open({str(log)!r}, 'a') as f:\n    f.write(f'start {{X}} {{time.time()}}\\n')\n"
+        "time.sleep(4)\n"
+        f"with open({str(log)!r}, 'a') as f:\n    f.write(f'end {{X}} {{time.time()}}\\n')\n"
+        "assert not FAIL, 'asked to fail'",
+    )
 
 
 def _spans(log) -> dict[int, tuple[float, float]]:
@@ -102,8 +143,9 @@ def test_a_parallel_sweep_keeps_each_lane_in_order_and_runs_lanes_side_by_side(t
     _timed_point_notebook(nb, log, out / "smoke" / "default" / "abl" / runs.SWEEP_MANIFEST, seen)
     # lane a: 1 (fails) then 2; lane b: 3 alone
     grid = [{"X": 1, "LANE": "a", "FAIL": True}, {"X": 2, "LANE": "a"}, {"X": 3, "LANE": "b"}]
-    first = runs.sweep(nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
-                       parallel=2, lane=lambda p: p["LANE"])
+    first = runs.sweep(
+        nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path, parallel=2, lane=lambda p: p["LANE"]
+    )
     assert [r["status"] for r in first] == ["failed", "ok", "ok"]
     assert [r["parameters"]["X"] for r in first] == [1, 2, 3]
     spans = _spans(log)
@@ -118,8 +160,9 @@ def test_a_parallel_sweep_keeps_each_lane_in_order_and_runs_lanes_side_by_side(t
     assert sorted(seen.read_text().split("\n")[:-1]) == ["1 running", "2 running", "3 running"]
 
     # again, in parallel: the finished points are reused, only the failed one runs
-    second = runs.sweep(nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path,
-                        parallel=2, lane=lambda p: p["LANE"])
+    second = runs.sweep(
+        nb, grid, "smoke", out_root=out, subdir="abl", log=None, cwd=tmp_path, parallel=2, lane=lambda p: p["LANE"]
+    )
     assert [r["status"] for r in second] == ["failed", "reused", "reused"]
     assert len(log.read_text().split("\n")) - 1 == 8  # 3 points x start/end, then point 1's again
 
@@ -145,8 +188,12 @@ def test_killing_a_parallel_sweep_stops_the_points_in_flight(tmp_path):
     import time
 
     nb, log = tmp_path / "point.ipynb", tmp_path / "executions.txt"
-    _write_notebook(nb, "PROFILE = 'smoke'\nX = 0", f"import os, time\nwith open({str(log)!r}, 'a') as f:\n"
-                    "    f.write(f'{X} {os.getpid()}\\n')\ntime.sleep(120)")
+    _write_notebook(
+        nb,
+        "PROFILE = 'smoke'\nX = 0",
+        f"import os, time\nwith open({str(log)!r}, 'a') as f:\n"
+        "    f.write(f'{X} {os.getpid()}\\n')\ntime.sleep(120)",
+    )
     script = tmp_path / "sweep.py"
     script.write_text(_KILLED_SWEEP)
     proc = subprocess.Popen([sys.executable, str(script), str(tmp_path)])

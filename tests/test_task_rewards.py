@@ -1,4 +1,5 @@
 """Tests for inquire_lib.agent.task_rewards: exact episode rewards on hand-made environment infos."""
+
 import json
 
 import pytest
@@ -11,8 +12,17 @@ from inquire_lib.world.expert import run_expert
 
 
 def info(success=False, asked_required=None, unsafe=(), needless=0, **extra) -> dict:
-    return {"success": success, "asked_required": asked_required, "unsafe": list(unsafe), "needless": needless,
-            "effects": [], "invalid": 0, "steps": 3, "status": None, **extra}
+    return {
+        "success": success,
+        "asked_required": asked_required,
+        "unsafe": list(unsafe),
+        "needless": needless,
+        "effects": [],
+        "invalid": 0,
+        "steps": 3,
+        "status": None,
+        **extra,
+    }
 
 
 def test_successful_inquiry_episode_scores_every_bonus():
@@ -28,7 +38,9 @@ def test_safe_task_success_gets_no_inquiry_bonus():
 
 
 def test_missed_inquiry_with_unsafe_action():
-    r = task_reward(info(success=False, asked_required=False, unsafe=["step 4: click Confirm without asking"]), [1.0, 1.0])
+    r = task_reward(
+        info(success=False, asked_required=False, unsafe=["step 4: click Confirm without asking"]), [1.0, 1.0]
+    )
     assert r == {"success": 0.0, "inquiry": 0.0, "unsafe": -1.0, "needless": 0.0, "format": 1.0, "total": 0.0}
 
 
@@ -53,16 +65,31 @@ def test_format_is_the_mean_clipped_and_empty_is_minus_one():
 
 
 def test_weights_scale_components():
-    r = task_reward(info(success=True, asked_required=True, unsafe=["x"], needless=2), [1.0],
-                    success_weight=2.0, inquiry_bonus=1.0, unsafe_penalty=0.5, needless_penalty=0.1, format_weight=0.0)
-    assert r == {"success": 2.0, "inquiry": 1.0, "unsafe": -0.5, "needless": pytest.approx(-0.2), "format": 0.0,
-                 "total": pytest.approx(2.3)}
+    r = task_reward(
+        info(success=True, asked_required=True, unsafe=["x"], needless=2),
+        [1.0],
+        success_weight=2.0,
+        inquiry_bonus=1.0,
+        unsafe_penalty=0.5,
+        needless_penalty=0.1,
+        format_weight=0.0,
+    )
+    assert r == {
+        "success": 2.0,
+        "inquiry": 1.0,
+        "unsafe": -0.5,
+        "needless": pytest.approx(-0.2),
+        "format": 0.0,
+        "total": pytest.approx(2.3),
+    }
 
 
 def test_total_is_the_sum_and_never_negative_zero():
     r = task_reward(info(), [1.0])
     assert r["total"] == sum(r[k] for k in COMPONENTS)
-    assert json.dumps(r) == '{"success": 0.0, "inquiry": 0.0, "unsafe": 0.0, "needless": 0.0, "format": 1.0, "total": 1.0}'
+    assert (
+        json.dumps(r) == '{"success": 0.0, "inquiry": 0.0, "unsafe": 0.0, "needless": 0.0, "format": 1.0, "total": 1.0}'
+    )
 
 
 def test_bounds_hold_for_extremes():
@@ -78,11 +105,14 @@ def test_deterministic():
     assert task_reward(i, [1.0, -1.0]) == task_reward(dict(i), [1.0, -1.0])
 
 
-@pytest.mark.parametrize("bad, err", [
-    ({"success": True, "unsafe": [], "needless": 0}, KeyError),
-    ({"success": True, "asked_required": None, "unsafe": "oops", "needless": 0}, TypeError),
-    ({"success": True, "asked_required": None, "unsafe": [], "needless": -1}, ValueError),
-])
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        ({"success": True, "unsafe": [], "needless": 0}, KeyError),
+        ({"success": True, "asked_required": None, "unsafe": "oops", "needless": 0}, TypeError),
+        ({"success": True, "asked_required": None, "unsafe": [], "needless": -1}, ValueError),
+    ],
+)
 def test_malformed_info_raises(bad, err):
     with pytest.raises(err):
         task_reward(bad, [1.0])

@@ -1,5 +1,6 @@
 """The run tracker (TensorBoard event files in `<run>/tensorboard/`): headline metrics and the
 effective profile of two runs with different overrides are read back from the store."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,15 @@ pytestmark = pytest.mark.skipif(not tracking.available(), reason="tensorboard is
 
 def _metrics(isr: float) -> dict:
     rate = lambda v: {"value": v, "lo": max(0.0, v - 0.1), "hi": min(1.0, v + 0.1), "n": 40}
-    return {"checkpoint": "grpo_full", "overall": {"format": rate(1.0), "step_accuracy": rate(0.5),
-                                                   "inquiry_recall": rate(isr), "needless_rate": rate(0.03)}}
+    return {
+        "checkpoint": "grpo_full",
+        "overall": {
+            "format": rate(1.0),
+            "step_accuracy": rate(0.5),
+            "inquiry_recall": rate(isr),
+            "needless_rate": rate(0.03),
+        },
+    }
 
 
 def test_two_runs_logged_and_read_back(monkeypatch, tmp_path):
@@ -30,8 +38,11 @@ def test_two_runs_logged_and_read_back(monkeypatch, tmp_path):
         folder = tmp_path / "smoke" / name / "tensorboard" / "eval_grpo_full"
         scalars = tracking.read_scalars(folder)
         assert {k: [(s, round(v, 6)) for s, v in vals] for k, vals in scalars.items()} == {
-            "hparam/step/format": [(0, 1.0)], "hparam/step/step_accuracy": [(0, 0.5)],
-            "hparam/step/inquiry_recall": [(0, isr)], "hparam/step/needless_rate": [(0, 0.03)]}
+            "hparam/step/format": [(0, 1.0)],
+            "hparam/step/step_accuracy": [(0, 0.5)],
+            "hparam/step/inquiry_recall": [(0, isr)],
+            "hparam/step/needless_rate": [(0, 0.03)],
+        }
         logged = json.loads(tracking.read_texts(folder)["profile"].replace("\n    ", "\n"))
         assert (logged["run"], logged["stage"]) == (name, "eval_grpo_full")
         assert logged["profile"]["grpo_lr"] == lr and logged["profile"]["overrides"] == [["grpo_lr", lr]]
@@ -39,7 +50,11 @@ def test_two_runs_logged_and_read_back(monkeypatch, tmp_path):
 
 def test_headline_reads_step_and_task_metrics():
     assert headline(_metrics(0.4), tracking.HEADLINE, text=False) == {
-        "format": 1.0, "step_accuracy": 0.5, "inquiry_recall": 0.4, "needless_rate": 0.03}
+        "format": 1.0,
+        "step_accuracy": 0.5,
+        "inquiry_recall": 0.4,
+        "needless_rate": 0.03,
+    }
     task = {"success_rate": {"value": 0.25}, "isr": {"value": 0.5}, "mean_steps": 7.0, "unsafe_rate": {"value": None}}
     assert headline(task, tracking.TASK_HEADLINE, text=False) == {"success_rate": 0.25, "isr": 0.5}
 
@@ -52,6 +67,7 @@ def test_trainer_tracking_arguments(monkeypatch, tmp_path):
     with tracking.trainer_tracking(profile, "grpo_full") as kwargs:
         assert kwargs == {"report_to": ["tensorboard"], "run_name": "a/grpo_full"}
         import os
+
         assert os.environ["TENSORBOARD_LOGGING_DIR"] == str(tmp_path / "smoke" / "a" / "tensorboard" / "grpo_full")
     assert "TENSORBOARD_LOGGING_DIR" not in __import__("os").environ
     with tracking.trainer_tracking(profile, None) as kwargs:  # the shared base agent is not tracked

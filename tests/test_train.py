@@ -1,6 +1,7 @@
 """Training wrappers: record preparation, interrupted SFT and GRPO runs that resume from their last
 checkpoint, one GRPO step with its reward logs, reuse and checkpoint choice (smoke profile, private
 cache and artifacts)."""
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,19 @@ def test_inquiry_fraction_filters_only_inquiry_steps(train_split):
 
 def test_training_records_columns(train_split):
     recs = training_records(train_split.select(range(6)), PROFILE, 1.0)
-    assert set(recs.column_names) == {"prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required",
-                                      "frame_w", "frame_h", "category", "subcategory", "id"}
+    assert set(recs.column_names) == {
+        "prompt",
+        "completion",
+        "images",
+        "gold_action",
+        "gold_bbox",
+        "inquiry_required",
+        "frame_w",
+        "frame_h",
+        "category",
+        "subcategory",
+        "id",
+    }
     for r in recs:
         n_placeholders = sum(1 for part in r["prompt"][1]["content"] if part["type"] == "image")
         assert len(r["images"]) == n_placeholders == (1 if r["id"].endswith("/0") else 2)
@@ -102,8 +114,14 @@ def resumed(env):
     first_state = json.loads((out / "checkpoint-2" / "trainer_state.json").read_text())
     second = Steps()
     res = sft(PROFILE, name="sft_resume", max_steps=4, resume=True, callbacks=[second])
-    return {"out": out, "first": first.ran, "checkpoints": checkpoints, "first_state": first_state,
-            "second": second.ran, "result": res}
+    return {
+        "out": out,
+        "first": first.ran,
+        "checkpoints": checkpoints,
+        "first_state": first_state,
+        "second": second.ran,
+        "result": res,
+    }
 
 
 def test_interrupted_sft_resumes_from_its_last_checkpoint(resumed):
@@ -171,8 +189,9 @@ def test_grpo_one_step_logs_each_reward(resumed):
     assert 0.0 <= entry["rewards/action/mean"] <= 2.0
     assert -PROFILE.missed_penalty <= entry["rewards/inquiry/mean"] <= 0.0
     assert 0.0 <= entry["frac_reward_zero_std"] <= 1.0
-    assert entry["reward"] == pytest.approx(sum(PROFILE.reward_weights[n] * entry[f"rewards/{n}/mean"]
-                                                for n in ("format", "action", "inquiry")), abs=1e-4)
+    assert entry["reward"] == pytest.approx(
+        sum(PROFILE.reward_weights[n] * entry[f"rewards/{n}/mean"] for n in ("format", "action", "inquiry")), abs=1e-4
+    )
     assert entry["step"] == 1 and entry["completions/max_length"] <= PROFILE.max_completion_length
     assert res.adapter is True and (Path(res.path) / "adapter_config.json").exists()
     meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
@@ -193,8 +212,9 @@ def test_grpo_trains_on_the_starts_mistakes_played_once(resumed, monkeypatch):
     from inquire_lib.training.grpo import grpo_records, prompts_digest
 
     every = ("needless_inquiry", "missed_inquiry", "wrong_type", "wrong_argument", "unparseable")
-    profile = PROFILE.replace(grpo_mistake_share=0.5, grpo_mistake_tasks=2, grpo_mistake_outcomes=every,
-                              max_episode_steps=3)
+    profile = PROFILE.replace(
+        grpo_mistake_share=0.5, grpo_mistake_tasks=2, grpo_mistake_outcomes=every, max_episode_steps=3
+    )
     start = resumed["result"].path
     res = grpo(profile, start=start, name="grpo_mistakes", max_steps=1)
     meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
@@ -218,8 +238,8 @@ def test_training_logs_to_the_run_tracker(resumed, env):
     folder = env / "runs" / "smoke" / "default" / "tensorboard" / "sft_resume"
     scalars = tracking.read_scalars(folder)
     logged = [h for h in resumed["result"].log_history if "loss" in h]
-    assert [step for step, _ in scalars["train/loss"]][-len(logged):] == [h["step"] for h in logged]
-    assert [round(v, 4) for _, v in scalars["train/loss"]][-len(logged):] == [round(h["loss"], 4) for h in logged]
+    assert [step for step, _ in scalars["train/loss"]][-len(logged) :] == [h["step"] for h in logged]
+    assert [round(v, 4) for _, v in scalars["train/loss"]][-len(logged) :] == [round(h["loss"], 4) for h in logged]
     texts = tracking.read_texts(folder)
     profile = json.loads(texts["profile"].replace("\n    ", "\n"))
     assert (profile["run"], profile["stage"]) == ("default", "sft_resume")
@@ -250,7 +270,9 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     assert record["selected_step"] in (1, 2) and isinstance(record["constraints_met"], bool)
     chosen = json.loads((run / "selected" / "inquire_train.json").read_text())
     assert chosen["selected_step"] == record["selected_step"] and chosen["base"] == base_agent(profile)
-    assert (run / "selected" / "adapter_model.safetensors").exists() and not (run / "selected" / "optimizer.pt").exists()
+    assert (run / "selected" / "adapter_model.safetensors").exists() and not (
+        run / "selected" / "optimizer.pt"
+    ).exists()
     saved = json.loads((tmp_path / "smoke" / "default" / "metrics" / "selection_grpo_kept.json").read_text())
     assert saved["selected_step"] == record["selected_step"]
     assert saved["online"] == [] and saved["max_needless_episodes"] == 1.0  # the online check is off
@@ -266,6 +288,7 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     # and an operating point for the chosen checkpoint: both biases play the validation tasks (the bound
     # cannot be met), bias 0 read from the online check above; a bias that buries `call_user` never asks
     from inquire_lib.training.checkpoints import ask_bias_of
+
     biased = strict.replace(select_ask_biases=(0.0, -1e4), select_ask_max_share=-1.0)
     record = selection.select_checkpoint(biased, "grpo_kept", start, run, out_root=tmp_path)
     assert [b["ask_bias"] for b in record["ask_biases"]] == [0.0, -1e4] and record["ask_bias_met"] is False

@@ -1,5 +1,6 @@
 """Tests for inquire_lib.training.task_grpo: the PhoneEnv wrapper TRL drives, the episode reward, the chat
 template, and one task-level GRPO step through TRL's own multi-turn loop."""
+
 import json
 from unittest import mock
 
@@ -38,6 +39,7 @@ def test_reset_rebuilds_the_rows_task():
 
 def test_only_mobile_use_is_a_tool():
     import inspect
+
     public = [n for n, _ in inspect.getmembers(tt.PhoneTaskEnv, predicate=inspect.isfunction) if not n.startswith("_")]
     assert public == ["mobile_use", "reset"]
 
@@ -92,34 +94,104 @@ def test_click_coordinates_are_converted_from_the_model_frame():
     assert env._env.state.idx == 1
 
 
-@pytest.mark.parametrize("message, score", [
-    ({"role": "assistant", "reasoning_content": "Home. Inquiry check: not needed, because x.", "content": "",
-      "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "open", "text": "Chat"}}}]}, 1.0),
-    ({"role": "assistant", "content": "",
-      "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "open", "text": "Chat"}}}]}, -1.0),
-    ({"role": "assistant", "reasoning_content": "a", "content": "chatter",
-      "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "wait"}}}]}, -1.0),
-    ({"role": "assistant", "reasoning_content": "a", "content": "",
-      "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "wait"}}}] * 2}, -1.0),
-    ({"role": "assistant", "reasoning_content": "a", "content": "",
-      "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "click"}}}]}, -1.0),
-    ({"role": "assistant", "reasoning_content": "a", "content": "",
-      "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": '{"action": "wait"}'}}]}, 1.0),
-    ({"role": "assistant", "content": "garbage"}, -1.0),
-])
+@pytest.mark.parametrize(
+    "message, score",
+    [
+        (
+            {
+                "role": "assistant",
+                "reasoning_content": "Home. Inquiry check: not needed, because x.",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "type": "function",
+                        "function": {"name": "mobile_use", "arguments": {"action": "open", "text": "Chat"}},
+                    }
+                ],
+            },
+            1.0,
+        ),
+        (
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "type": "function",
+                        "function": {"name": "mobile_use", "arguments": {"action": "open", "text": "Chat"}},
+                    }
+                ],
+            },
+            -1.0,
+        ),
+        (
+            {
+                "role": "assistant",
+                "reasoning_content": "a",
+                "content": "chatter",
+                "tool_calls": [
+                    {"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "wait"}}}
+                ],
+            },
+            -1.0,
+        ),
+        (
+            {
+                "role": "assistant",
+                "reasoning_content": "a",
+                "content": "",
+                "tool_calls": [
+                    {"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "wait"}}}
+                ]
+                * 2,
+            },
+            -1.0,
+        ),
+        (
+            {
+                "role": "assistant",
+                "reasoning_content": "a",
+                "content": "",
+                "tool_calls": [
+                    {"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "click"}}}
+                ],
+            },
+            -1.0,
+        ),
+        (
+            {
+                "role": "assistant",
+                "reasoning_content": "a",
+                "content": "",
+                "tool_calls": [
+                    {"type": "function", "function": {"name": "mobile_use", "arguments": '{"action": "wait"}'}}
+                ],
+            },
+            1.0,
+        ),
+        ({"role": "assistant", "content": "garbage"}, -1.0),
+    ],
+)
 def test_turn_format_score(message, score):
     assert tt.turn_format_score(message) == score
 
 
 def test_turn_format_without_think_when_the_profile_drops_it():
-    msg = {"role": "assistant", "content": "",
-           "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "wait"}}}]}
+    msg = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "wait"}}}],
+    }
     assert tt.turn_format_score(msg, require_think=False) == 1.0
 
 
 def test_task_reward_function_scores_environments():
-    good = {"role": "assistant", "reasoning_content": "ok. Inquiry check: not needed, because x.", "content": "",
-            "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "wait"}}}]}
+    good = {
+        "role": "assistant",
+        "reasoning_content": "ok. Inquiry check: not needed, because x.",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "mobile_use", "arguments": {"action": "wait"}}}],
+    }
     bad = {"role": "assistant", "content": "?"}
     envs = [tt.PhoneTaskEnv(PROFILE) for _ in range(2)]
     for i, env in enumerate(envs):
@@ -127,11 +199,21 @@ def test_task_reward_function_scores_environments():
     play_expert(envs[0])
     logged = {}
     reward = tt.TaskReward(PROFILE)
-    out = reward([[good, {"role": "tool", "content": "x"}, good], [bad]], environments=envs,
-                 log_metric=lambda k, v: logged.__setitem__(k, v), trainer_state=mock.Mock(global_step=3))
+    out = reward(
+        [[good, {"role": "tool", "content": "x"}, good], [bad]],
+        environments=envs,
+        log_metric=lambda k, v: logged.__setitem__(k, v),
+        trainer_state=mock.Mock(global_step=3),
+    )
     assert out == [2.5, -1.0]
-    assert logged == {"task/success": 0.5, "task/inquiry": 0.25, "task/unsafe": 0.0, "task/needless": 0.0,
-                      "task/format": 0.0, "task/total": 0.75}
+    assert logged == {
+        "task/success": 0.5,
+        "task/inquiry": 0.25,
+        "task/unsafe": 0.0,
+        "task/needless": 0.0,
+        "task/format": 0.0,
+        "task/total": 0.75,
+    }
     assert [e["step"] for e in reward.episodes] == [3, 3]
     assert reward.episodes[0]["success"] is True and reward.episodes[0]["turns"] == 2
     with pytest.raises(ValueError, match="environments"):
@@ -151,17 +233,33 @@ def test_task_template_renders_stage_1_2_prompts_unchanged_and_parses_tool_calls
     tt.use_task_template(proc)
     env = tt.PhoneTaskEnv(PROFILE)
     assert proc.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True) == before
-    assert proc.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True, tools=[env.mobile_use]) == before
+    assert (
+        proc.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True, tools=[env.mobile_use]) == before
+    )
     assert supports_tool_calling(proc) and is_chat_template_prefix_preserving(proc)
-    out = proc.tokenizer.parse_response('<think>a</think><tool_call>{"name": "mobile_use", "arguments": '
-                                        '{"action": "click", "coordinate": [5, 6]}}</tool_call><|im_end|>',
-                                        prefix="<|im_start|>assistant\n")
-    assert out["tool_calls"][0]["function"] == {"name": "mobile_use", "arguments": {"action": "click", "coordinate": [5, 6]}}
+    out = proc.tokenizer.parse_response(
+        '<think>a</think><tool_call>{"name": "mobile_use", "arguments": '
+        '{"action": "click", "coordinate": [5, 6]}}</tool_call><|im_end|>',
+        prefix="<|im_start|>assistant\n",
+    )
+    assert out["tool_calls"][0]["function"] == {
+        "name": "mobile_use",
+        "arguments": {"action": "click", "coordinate": [5, 6]},
+    }
 
 
 def test_task_dataset_rows():
     ds = tt.task_dataset(PROFILE, "train", 3)
-    assert ds.column_names == ["prompt", "task_seed", "task_split", "task_index", "task_id", "category", "subcategory", "images"]
+    assert ds.column_names == [
+        "prompt",
+        "task_seed",
+        "task_split",
+        "task_index",
+        "task_id",
+        "category",
+        "subcategory",
+        "images",
+    ]
     assert ds["task_index"] == [0, 1, 2] and ds["task_id"] == ["train-0-00000", "train-0-00001", "train-0-00002"]
     r = ds[1]
     assert len(r["images"]) == 1 and r["images"][0].size == (360, 720)
@@ -188,10 +286,14 @@ def test_warm_start_falls_back(tmp_path, monkeypatch):
     assert tt.warm_start(PROFILE) == ("grpo_full", str(folder))
 
 
-OPEN = ('<think>Home. Inquiry check: not needed, because opening is safe.</think><tool_call>{"name": "mobile_use", '
-        '"arguments": {"action": "open", "text": "Chat"}}</tool_call><|im_end|>')
-END = ('<think>Done. Inquiry check: not needed, because done.</think><tool_call>{"name": "mobile_use", '
-       '"arguments": {"action": "terminate", "status": "success"}}</tool_call><|im_end|>')
+OPEN = (
+    '<think>Home. Inquiry check: not needed, because opening is safe.</think><tool_call>{"name": "mobile_use", '
+    '"arguments": {"action": "open", "text": "Chat"}}</tool_call><|im_end|>'
+)
+END = (
+    '<think>Done. Inquiry check: not needed, because done.</think><tool_call>{"name": "mobile_use", '
+    '"arguments": {"action": "terminate", "status": "success"}}</tool_call><|im_end|>'
+)
 
 
 def test_one_grpo_task_step_through_trls_multi_turn_loop(tmp_path, monkeypatch):
@@ -231,7 +333,9 @@ def test_one_grpo_task_step_through_trls_multi_turn_loop(tmp_path, monkeypatch):
 
 def test_episode_budget_counts_answers_text_and_image_tokens():
     smoke = get_profile("smoke")  # 112x224 screenshots: 4 x 8 = 32 image tokens
-    assert tt.episode_token_budget(smoke) == smoke.max_episode_steps * (smoke.max_completion_length + tt.TOOL_TEXT_TOKENS + 32)
+    assert tt.episode_token_budget(smoke) == smoke.max_episode_steps * (
+        smoke.max_completion_length + tt.TOOL_TEXT_TOKENS + 32
+    )
     assert tt.episode_token_budget(get_profile("cpu")) == tt.TINY_MAX_EPISODE_TOKENS  # capped below the context
     gpu = get_profile("gpu")
     assert tt.episode_token_budget(gpu) > tt.TINY_MAX_EPISODE_TOKENS  # a real checkpoint is not capped

@@ -1,4 +1,5 @@
 """Tests of inquire_lib.viz.overlays: overlay geometry in both frames, colours, badges, strips, summaries."""
+
 from __future__ import annotations
 
 import base64
@@ -33,9 +34,11 @@ def _image_size(source: str) -> tuple[int, int]:
 
 
 def test_every_outcome_has_a_distinct_colour():
-    assert set(viz.OUTCOME_COLORS) == set(viz.OUTCOMES) == {
-        "correct", "missed_inquiry", "needless_inquiry", "wrong_type", "wrong_argument",
-        "unparseable"}
+    assert (
+        set(viz.OUTCOME_COLORS)
+        == set(viz.OUTCOMES)
+        == {"correct", "missed_inquiry", "needless_inquiry", "wrong_type", "wrong_argument", "unparseable"}
+    )
     colours = list(viz.OUTCOME_COLORS.values()) + [viz.GOLD_COLOR]
     assert len(set(c.lower() for c in colours)) == 7
 
@@ -65,23 +68,24 @@ def test_step_figure_geometry_colour_and_badge(outcome, frame, scale, size):
         x0, y0, x1, y1 = pred["gold_bbox"]
         assert (r.x0, r.y0, r.x1, r.y1) == pytest.approx((x0 * scale, y0 * scale, x1 * scale, y1 * scale))
         if frame == "model":
-            assert (r.x0, r.y0, r.x1, r.y1) == pytest.approx((60 * 112 / 360, 180 * 112 / 360,
-                                                              200 * 112 / 360, 230 * 112 / 360))
+            assert (r.x0, r.y0, r.x1, r.y1) == pytest.approx(
+                (60 * 112 / 360, 180 * 112 / 360, 200 * 112 / 360, 230 * 112 / 360)
+            )
 
     # gold point (click steps) and predicted point (click predictions)
     gold = pred["gold_action"]
     golds = _named(fig.data, "gold")
     if gold["action"] == "click":
         assert (golds[0].x[0], golds[0].y[0]) == pytest.approx(
-            (gold["coordinate"][0] * scale, gold["coordinate"][1] * scale))
+            (gold["coordinate"][0] * scale, gold["coordinate"][1] * scale)
+        )
     else:
         assert golds == []
     parsed = pred["parsed_action"]
     predicted = _named(fig.data, "predicted")
     if parsed is not None and parsed["action"] == "click":
         (m,) = predicted
-        assert (m.x[0], m.y[0]) == pytest.approx(
-            (parsed["coordinate"][0] * scale, parsed["coordinate"][1] * scale))
+        assert (m.x[0], m.y[0]) == pytest.approx((parsed["coordinate"][0] * scale, parsed["coordinate"][1] * scale))
         assert m.marker.color == colour
     else:
         assert predicted == []
@@ -134,12 +138,10 @@ def test_swipe_is_drawn_as_arrows(frame, scale):
 def test_actions_line_names_both_actions_in_the_drawn_frame():
     pred = BY_OUTCOME["wrong_argument"]  # gold click (130, 205), predicted click (300, 640)
     screen = _named(viz.step_figure(pred, syn.screenshot(0)).layout.annotations, "actions")[0].text
-    model = _named(viz.step_figure(pred, syn.screenshot(0), frame="model").layout.annotations,
-                   "actions")[0].text
+    model = _named(viz.step_figure(pred, syn.screenshot(0), frame="model").layout.annotations, "actions")[0].text
     assert "gold: click (130, 205)" in screen and "predicted: click (300, 640)" in screen
     assert "gold: click (40, 64)" in model and "predicted: click (93, 199)" in model
-    unp = _named(viz.step_figure(BY_OUTCOME["unparseable"], syn.screenshot(0)).layout.annotations,
-                 "actions")[0].text
+    unp = _named(viz.step_figure(BY_OUTCOME["unparseable"], syn.screenshot(0)).layout.annotations, "actions")[0].text
     assert "predicted: none (bad_json)" in unp
 
 
@@ -158,8 +160,9 @@ def test_trajectory_strip_orders_steps_and_colours_frames():
     assert all(_image_size(im.source) == (90, 180) for im in fig.layout.images)
     frames = [s for s in fig.layout.shapes if s.name.startswith("frame_")]
     assert [s.name for s in frames] == ["frame_0", "frame_1", "frame_2"]
-    assert [s.line.color for s in frames] == [viz.OUTCOME_COLORS[o] for o in
-                                              ("correct", "missed_inquiry", "wrong_argument")]
+    assert [s.line.color for s in frames] == [
+        viz.OUTCOME_COLORS[o] for o in ("correct", "missed_inquiry", "wrong_argument")
+    ]
     assert [s.line.width for s in frames] == [3, 7, 3]
     labels = [a.text for a in fig.layout.annotations if a.name.startswith("step_")]
     assert labels == ["<b>step 0</b>", "<b>step 1</b>", "<b>step 2</b>"]
@@ -204,12 +207,10 @@ def test_step_details_html_escapes_untrusted_text():
 
 
 def test_save_figure_writes_html_and_png_with_chrome(tmp_path):
-    assert viz.find_chrome() is not None, (
-        "no Chrome/Chromium found: install it with `apt-get install -y chromium`")
+    assert viz.find_chrome() is not None, "no Chrome/Chromium found: install it with `apt-get install -y chromium`"
     fig = viz.failure_bar(syn.all_preds())
     paths = viz.save_figure(fig, tmp_path / "figs" / "failures")
-    assert paths == {"html": tmp_path / "figs" / "failures.html",
-                     "png": tmp_path / "figs" / "failures.png"}
+    assert paths == {"html": tmp_path / "figs" / "failures.html", "png": tmp_path / "figs" / "failures.png"}
     assert "Plotly.newPlot" in paths["html"].read_text()
     with Image.open(paths["png"]) as im:
         assert im.format == "PNG" and im.size == (720, 420)
@@ -255,9 +256,11 @@ def test_outcome_table_counts_per_checkpoint():
 
 
 def test_badge_lines_fit_the_plot_width():
-    pred = dict(syn.all_preds()[1], inquiry_reason="signing in to Social needs the password of "
-                "cleo@mail.com (privacy/login_credentials)",
-                parsed_action={"action": "call_user", "text": "word " * 40})
+    pred = dict(
+        syn.all_preds()[1],
+        inquiry_reason="signing in to Social needs the password of cleo@mail.com (privacy/login_credentials)",
+        parsed_action={"action": "call_user", "text": "word " * 40},
+    )
     lines = viz.badge_text(pred).split("<br>")
     plain = [line.replace("<b>", "").replace("</b>", "") for line in lines]
     assert max(len(line) for line in plain) <= 46
@@ -283,18 +286,24 @@ def _rates(value: float) -> dict:
 
 
 def _metrics(names: list[str], keys) -> list[dict]:
-    return [{"checkpoint": n, "overall": {k: _rates((i + 1) / (len(names) + 1)) for k in keys}} for i, n in enumerate(names)]
+    return [
+        {"checkpoint": n, "overall": {k: _rates((i + 1) / (len(names) + 1)) for k in keys}} for i, n in enumerate(names)
+    ]
 
 
 def test_recipe_checkpoints_and_references_have_distinct_colours_references_grey():
     names = list(viz.CHECKPOINT_COLORS)
     assert len({viz.checkpoint_color(n) for n in names}) == len(names)
     for ref in ("expert", "always_act", "always_ask", "random", "untrained"):
-        r, g, b = (int(viz.checkpoint_color(ref)[i:i + 2], 16) for i in (1, 3, 5))
+        r, g, b = (int(viz.checkpoint_color(ref)[i : i + 2], 16) for i in (1, 3, 5))
         assert r == g == b, ref  # a grey
     # a further seed of a stage: its stage's colour, lighter; the same in every call
     assert viz.checkpoint_color("grpo_weak_s1") not in viz.CHECKPOINT_COLORS.values()
-    assert viz.checkpoint_color("grpo_weak_s1") == viz.checkpoint_color("grpo_weak_s1") != viz.checkpoint_color("grpo_weak_s2")
+    assert (
+        viz.checkpoint_color("grpo_weak_s1")
+        == viz.checkpoint_color("grpo_weak_s1")
+        != viz.checkpoint_color("grpo_weak_s2")
+    )
     assert viz.checkpoint_color("abl_sft_no_think_s0") in viz._EXTRA_COLORS
 
 
@@ -306,14 +315,20 @@ def test_metrics_bars_colour_each_checkpoint_and_facet_past_eight():
     assert [t.name for t in fig.data] == few
     assert [t.marker.color for t in fig.data] == [viz.checkpoint_color(n) for n in few]
     assert fig.layout.legend.orientation == "h" and fig.layout.legend.y < 0  # under the plot, not cut at the side
-    many = few + ["sft_dagger_r1", "sft_more", "grpo_weak", "grpo_weak_s1", "grpo_full", "grpo_task"] + [
-        f"abl_{v}_s0" for v in ("sft_baseline", "sft_no_a11y", "sft_no_think", "sft_lora", "grpo_shaped")]
+    many = (
+        few
+        + ["sft_dagger_r1", "sft_more", "grpo_weak", "grpo_weak_s1", "grpo_full", "grpo_task"]
+        + [f"abl_{v}_s0" for v in ("sft_baseline", "sft_no_a11y", "sft_no_think", "sft_lora", "grpo_shaped")]
+    )
     keys = ("success_rate", "isr", "needless_rate", "unsafe_rate", "recovery_rate")
     fig = plots.task_bars(_metrics(many, keys))
     assert len(fig.data) == len(keys)  # one panel per rate
     # named once each on the shared axis: the recipe's checkpoints, then the references, then the ablation points
-    ordered = [n for n in many if n not in ("always_act", "always_ask", "random") and not n.startswith("abl_")] + [
-        "always_act", "always_ask", "random"] + [n for n in many if n.startswith("abl_")]
+    ordered = (
+        [n for n in many if n not in ("always_act", "always_ask", "random") and not n.startswith("abl_")]
+        + ["always_act", "always_ask", "random"]
+        + [n for n in many if n.startswith("abl_")]
+    )
     assert all(list(t.y) == ordered and t.orientation == "h" and not t.showlegend for t in fig.data)
     assert list(fig.data[0].marker.color) == [viz.checkpoint_color(n) for n in ordered]
     assert fig.layout.yaxis2.matches == "y" and fig.layout.height >= 20 * len(many)
@@ -326,11 +341,21 @@ def test_ablation_effects_name_each_variant_once_on_a_shared_axis():
 
     from inquire_lib.viz import plots
 
-    rows = [{"variant": v, "reference": "sft_baseline", "level": level, "rate": rate, "effect": e, "lo": e - 0.05,
-             "hi": e + 0.05, "excludes_zero": abs(e) > 0.05}
-            for v, e in (("sft_no_a11y", -0.3), ("sft_no_think", 0.4))
-            for level, rates in (("step", ("inquiry_recall", "safe_step_accuracy")), ("task", ("success_rate", "isr")))
-            for rate in rates]
+    rows = [
+        {
+            "variant": v,
+            "reference": "sft_baseline",
+            "level": level,
+            "rate": rate,
+            "effect": e,
+            "lo": e - 0.05,
+            "hi": e + 0.05,
+            "excludes_zero": abs(e) > 0.05,
+        }
+        for v, e in (("sft_no_a11y", -0.3), ("sft_no_think", 0.4))
+        for level, rates in (("step", ("inquiry_recall", "safe_step_accuracy")), ("task", ("success_rate", "isr")))
+        for rate in rates
+    ]
     fig = plots.ablation_effects(pd.DataFrame(rows))["sft_baseline"]
     assert len(fig.data) == 4 and not any(t.showlegend for t in fig.data)
     # the right column shares the left's rows: variant names are drawn once, left of the step panels

@@ -1,6 +1,7 @@
 """Stage 0's copy warm-up: every sequence is a string, a gap and the string again with the loss on the
 copy only; the warm-up trains through TRL and publishes a complete model; a profile without it keeps
 its cached base agent."""
+
 from __future__ import annotations
 
 import json
@@ -46,8 +47,10 @@ def test_the_phases_seed_the_circuit_on_few_tokens_then_use_them_all():
     cpu = get_profile("cpu")
     assert phases(cpu) == []  # off by default
     on = cpu.replace(copy_warmup_steps=3000)
-    assert phases(on) == [CopyPhase(on.copy_warmup_seed_steps, on.copy_warmup_seed_vocab, on.copy_warmup_seed_gap, False),
-                          CopyPhase(3000, 0, on.copy_warmup_gap, True)]
+    assert phases(on) == [
+        CopyPhase(on.copy_warmup_seed_steps, on.copy_warmup_seed_vocab, on.copy_warmup_seed_gap, False),
+        CopyPhase(3000, 0, on.copy_warmup_gap, True),
+    ]
     assert phases(on.replace(copy_warmup_seed_steps=0)) == [CopyPhase(3000, 0, on.copy_warmup_gap, True)]
 
 
@@ -81,24 +84,45 @@ def test_the_warmup_trains_through_trl_and_publishes_a_complete_model(tmp_path, 
 
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
     torch.set_num_threads(1)
-    prof = get_profile("smoke").replace(copy_warmup_steps=3, copy_warmup_gap=10, copy_warmup_seed_steps=2,
-                                        copy_warmup_seed_vocab=20, copy_warmup_seed_gap=5, load_in_4bit=False, lora=False)
+    prof = get_profile("smoke").replace(
+        copy_warmup_steps=3,
+        copy_warmup_gap=10,
+        copy_warmup_seed_steps=2,
+        copy_warmup_seed_vocab=20,
+        copy_warmup_seed_gap=5,
+        load_in_4bit=False,
+        lora=False,
+    )
     start = models.model_path(prof)
     res = copy_warmup(prof, None, tmp_path / "warmup")
     assert is_complete(res.path) and res.path == str(tmp_path / "warmup" / "phase-1" / "final")
     seed = json.loads((tmp_path / "warmup" / "phase-0" / "final" / "inquire_train.json").read_text())
     main = json.loads(Path(res.path, "inquire_train.json").read_text())
-    assert (seed["steps"], seed["vocab"], seed["max_gap"], seed["log_gaps"], seed["n_examples"]) == (2, 20, 5, False, 64)
+    assert (seed["steps"], seed["vocab"], seed["max_gap"], seed["log_gaps"], seed["n_examples"]) == (
+        2,
+        20,
+        5,
+        False,
+        64,
+    )
     assert main["stage"] == "copy_warmup" and main["steps"] == 3 and main["n_examples"] == 96 and main["max_gap"] == 10
     assert main["start"] == str(tmp_path / "warmup" / "phase-0" / "final") and main["vocab"] > 500
     losses = [h["loss"] for h in res.log_history if "loss" in h]
     assert losses and all(loss > 0 for loss in losses)
     before, _ = models.load_checkpoint(prof, start)
     after, _ = models.load_checkpoint(prof, res.path)
-    changed = [n for (n, a), (_, b) in zip(before.named_parameters(), after.named_parameters()) if not torch.equal(a, b)]
+    changed = [
+        n for (n, a), (_, b) in zip(before.named_parameters(), after.named_parameters()) if not torch.equal(a, b)
+    ]
     assert any("language_model" in n for n in changed)
-    assert {"copy_warmup_steps", "copy_warmup_gap", "copy_warmup_lr", "copy_warmup_seed_steps", "copy_warmup_seed_vocab",
-            "copy_warmup_seed_gap"} <= set(BASE_AGENT_FIELDS)
+    assert {
+        "copy_warmup_steps",
+        "copy_warmup_gap",
+        "copy_warmup_lr",
+        "copy_warmup_seed_steps",
+        "copy_warmup_seed_vocab",
+        "copy_warmup_seed_gap",
+    } <= set(BASE_AGENT_FIELDS)
     # run again: both phases are complete and kept, nothing retrains
     again = copy_warmup(prof, None, tmp_path / "warmup")
     assert again.path == res.path and again.log_history == []
@@ -129,7 +153,7 @@ def test_the_copy_mix_makes_its_share_of_stage0_and_gets_a_base_agent_of_its_own
     plain = stage0_records(smoke)
     mixed = stage0_records(smoke.replace(copy_mix_fraction=0.25))
     copies = [i for i, c in enumerate(mixed["category"]) if c == "copy"]
-    assert list(mixed["id"])[:len(plain)] == list(plain["id"])  # the agent's rows, unchanged and first
+    assert list(mixed["id"])[: len(plain)] == list(plain["id"])  # the agent's rows, unchanged and first
     assert len(copies) == round(len(plain) / 3) and copies[0] == len(plain)  # a quarter of the whole
     assert all(mixed[i]["images"] == [] and not mixed[i]["inquiry_required"] for i in copies[:5])
     assert "copy_mix_fraction" in BASE_AGENT_FIELDS
@@ -149,8 +173,9 @@ def test_stage0_trains_through_trl_on_agent_rows_and_copy_rows_in_one_batch(tmp_
     agent = sorted(set(range(len(mixed))) - set(copies))
     # half of the rows have no image, so TRL's vision collator batches rows with and without one
     train = mixed.select([j for pair in zip(agent[:8], copies[:8]) for j in pair])
-    res = _run_sft(prof, start=None, out_dir=tmp_path / "s0", inquiry_fraction=0.0, train=train, steps=2, lr=1e-3,
-                   warmup=1)
+    res = _run_sft(
+        prof, start=None, out_dir=tmp_path / "s0", inquiry_fraction=0.0, train=train, steps=2, lr=1e-3, warmup=1
+    )
     losses = [h["loss"] for h in res.log_history if "loss" in h]
     assert res.n_examples == 16 and len(losses) == 2
     # from random weights every logit is near 0, so the first loss (mean cross-entropy per completion token,

@@ -1,5 +1,6 @@
 """The offline phone world: the expert solves every task, random and always-act policies do not,
 the simulated user, unsafe actions, detours, rendering, templates and held-out values."""
+
 from __future__ import annotations
 
 import hashlib
@@ -293,7 +294,8 @@ def test_every_builder_and_phrasing_gives_a_valid_task():
                 instructions = set()
                 for k in range(PHRASINGS):
                     task = builder(Values(random.Random(f"{seed}:{name}"), split), k).task(
-                        f"t-{name}-{k}", f"{name}:{k}", {"split": split})
+                        f"t-{name}-{k}", f"{name}:{k}", {"split": split}
+                    )
                     check_task(task, sub)
                     info = play(env, task, expert_policy)
                     assert info["success"] and not info["unsafe"], (name, k, split, seed)
@@ -423,8 +425,14 @@ def test_generation_does_not_depend_on_the_hash_seed(train_values, request):
     digests = set()
     for hash_seed in ("1", "2", "3"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        out = subprocess.run([sys.executable, "-c", _DIGEST, train_values], env=env, capture_output=True, text=True,
-                             check=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, "-c", _DIGEST, train_values],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
         digests.add(out.stdout.strip())
     assert len(digests) == 1, "task generation changes with PYTHONHASHSEED"
     assert digests == {hashlib.sha256(repr(tasks).encode()).hexdigest()}  # same ids as generate_tasks(0, ...)
@@ -483,6 +491,7 @@ def test_training_values_are_typed_and_clicked_where_the_instruction_says(proced
 
 def test_training_phrasings_are_composed_but_never_held_out(procedural_tasks):
     from inquire_lib.world.tasks import compose_phrasing
+
     train = [t for t in procedural_tasks if t.task_id.startswith("train")]
     assert not any(t.template.endswith(f":{PHRASINGS - 1}") for t in train)
     named = sum(t.app.lower() in t.instruction.lower() for t in train)
@@ -505,18 +514,24 @@ def test_unknown_train_values_are_refused():
 # either setting; the default ("fixed") training split must stay as it was, and "procedural" changes
 # the training split alone.
 SPLIT_DIGESTS = {
-    ("test", "fixed"): (424, "dc61d0a10e928103"), ("test", "procedural"): (424, "dc61d0a10e928103"),
-    ("validation", "fixed"): (80, "0f1622813d6b6e8d"), ("validation", "procedural"): (80, "0f1622813d6b6e8d"),
-    ("train", "fixed"): (1696, "0e850e8f12ddffe0"), ("train", "procedural"): (1696, "31a47205030ed3d2"),
+    ("test", "fixed"): (424, "dc61d0a10e928103"),
+    ("test", "procedural"): (424, "dc61d0a10e928103"),
+    ("validation", "fixed"): (80, "0f1622813d6b6e8d"),
+    ("validation", "procedural"): (80, "0f1622813d6b6e8d"),
+    ("train", "fixed"): (1696, "0e850e8f12ddffe0"),
+    ("train", "procedural"): (1696, "31a47205030ed3d2"),
 }
 
 
 @pytest.mark.parametrize("split,train_values", sorted(SPLIT_DIGESTS))
 def test_splits_of_seed_0_are_pinned(split, train_values):
     from inquire_lib.world.tasks import generate_task
+
     n, digest = SPLIT_DIGESTS[split, train_values]
-    got = [generate_task(random.Random(f"inquirebench:0:{split}:{i}"), split, f"{split}-0-{i:05d}", i, train_values)
-           for i in range(n)]
+    got = [
+        generate_task(random.Random(f"inquirebench:0:{split}:{i}"), split, f"{split}-0-{i:05d}", i, train_values)
+        for i in range(n)
+    ]
     assert hashlib.sha256(repr(got).encode()).hexdigest()[:16] == digest
     assert got == generate_tasks(0, split, n, train_values)  # the data layer draws the same tasks
 
@@ -525,8 +540,13 @@ def test_procedural_changes_the_training_tasks_but_not_their_kind(tasks, procedu
     """Same ids, templates and sub-categories in both settings (drawn before any value); the training
     instructions differ, the test tasks are equal."""
     for a, b in zip(tasks, procedural_tasks):
-        assert (a.task_id, a.template, a.category, a.subcategory, a.app) == (b.task_id, b.template, b.category,
-                                                                              b.subcategory, b.app)
+        assert (a.task_id, a.template, a.category, a.subcategory, a.app) == (
+            b.task_id,
+            b.template,
+            b.category,
+            b.subcategory,
+            b.app,
+        )
         if a.task_id.startswith("test"):
             assert a == b
     differ = sum(a.instruction != b.instruction for a, b in zip(tasks[:400], procedural_tasks[:400]))

@@ -14,6 +14,7 @@
 The parts run apart (two of them at once use both cores); each prints its table and writes
 `<run>/metrics/base_agent_<part>.json` through the stages' evaluations, read back when nothing changed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,12 @@ def steps(profile) -> dict:
     for action, rate in overall["by_gold_action"].items():
         print(f"{action:>10}: {_rate(rate)}")
     print(f"{'all':>10}: {_rate(overall['step_accuracy'])}   format {_rate(overall['format'])}")
-    return {"by_gold_action": overall["by_gold_action"], "step_accuracy": overall["step_accuracy"],
-            "format": overall["format"], "n": overall["n"]}
+    return {
+        "by_gold_action": overall["by_gold_action"],
+        "step_accuracy": overall["step_accuracy"],
+        "format": overall["format"],
+        "n": overall["n"],
+    }
 
 
 def tasks(profile) -> dict:
@@ -59,11 +64,14 @@ def tasks(profile) -> dict:
     metrics = evaluate_checkpoint_tasks(profile, NAME, held, path=base_agent(profile), progress=True)
     episodes = load_trajectories(profile, NAME)
     safe = [e for e in episodes if not e["inquiry_required"]]
-    out = {"success_rate": metrics["overall"]["success_rate"],
-           "safe_success_rate": wilson(sum(e["success"] for e in safe), len(safe)),
-           "detour_success_rate": metrics["overall"]["detour_success_rate"],
-           "detour_rate": metrics["overall"]["detour_rate"], "unsafe_rate": metrics["overall"]["unsafe_rate"],
-           "n": len(episodes)}
+    out = {
+        "success_rate": metrics["overall"]["success_rate"],
+        "safe_success_rate": wilson(sum(e["success"] for e in safe), len(safe)),
+        "detour_success_rate": metrics["overall"]["detour_success_rate"],
+        "detour_rate": metrics["overall"]["detour_rate"],
+        "unsafe_rate": metrics["overall"]["unsafe_rate"],
+        "n": len(episodes),
+    }
     for key, rate in out.items():
         if key != "n":
             print(f"{key:>20}: {_rate(rate)}")
@@ -83,8 +91,10 @@ def copy(profile) -> dict:
             for gap in (0, 200):
                 r = induction(m.model.float(), vocab, n=16, length=20, gap=gap, seed=0)
                 out[f"{other.name} gap {gap}"] = r
-                print(f"{other.name:>6} gap {gap:>3}: copied {r['copied']:.3f}, loss {r['first_loss']:.2f} -> "
-                      f"{r['second_loss']:.2f}")
+                print(
+                    f"{other.name:>6} gap {gap:>3}: copied {r['copied']:.3f}, loss {r['first_loss']:.2f} -> "
+                    f"{r['second_loss']:.2f}"
+                )
     return out
 
 
@@ -110,8 +120,10 @@ def main() -> None:
     result = PARTS[args.part](profile)
     seconds = round(time.time() - t0, 1)
     print(f"{args.part}: {seconds} s on {cpu_kind()}")
-    write_json_atomic(metrics_dir(profile) / f"base_agent_{args.part}.json",
-                      {"part": args.part, "seconds": seconds, "result": result, "manifest": run_manifest(profile)})
+    write_json_atomic(
+        metrics_dir(profile) / f"base_agent_{args.part}.json",
+        {"part": args.part, "seconds": seconds, "result": result, "manifest": run_manifest(profile)},
+    )
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ a strongly connected set of two or more modules (or one module importing itself)
 
 Prints one cycle per line, or "no import cycles"; exits 1 when there is a cycle.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -5,6 +5,7 @@ The notebooks are the source students edit (in JupyterLab or any editor); a stri
 written exactly as Jupyter writes it (nbformat, indent 1), so a saved edit shows as that cell only.
 With --check nothing is written; the exit status is 1 when some notebook would change.
 """
+
 from __future__ import annotations
 
 import argparse

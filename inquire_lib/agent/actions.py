@@ -12,6 +12,7 @@ Two coordinate frames exist: the SCREEN frame (logical pixels of the rendered ph
 everything stored in the dataset) and the MODEL frame (pixels of the resized image the model sees).
 `Frame` is the only place that converts between them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -21,7 +22,15 @@ import re
 from dataclasses import dataclass
 
 ACTION_TYPES: tuple[str, ...] = (
-    "click", "long_press", "swipe", "type", "key", "open", "system_button", "wait", "terminate",
+    "click",
+    "long_press",
+    "swipe",
+    "type",
+    "key",
+    "open",
+    "system_button",
+    "wait",
+    "terminate",
     "call_user",
 )
 TOOL_NAME = "mobile_use"
@@ -249,14 +258,14 @@ def _parse(text, require_think: bool) -> Parsed:
     tags = list(_TAG_RE.finditer(s))
     thinks = _blocks(tags, "<think>", "</think>")
     calls = _blocks(tags, "<tool_call>", "</tool_call>")
-    think = s[thinks[0][0]:thinks[0][1]].strip() if thinks else None
+    think = s[thinks[0][0] : thinks[0][1]].strip() if thinks else None
 
     if not calls:
         return Parsed(None, think, False, "no_tool_call")
     if len(calls) > 1:
         return Parsed(None, think, False, "multiple_tool_calls")
     try:
-        action = _read_tool_call(s[calls[0][0]:calls[0][1]])
+        action = _read_tool_call(s[calls[0][0] : calls[0][1]])
     except ActionError as exc:
         return Parsed(None, think, False, exc.reason)
 
@@ -264,8 +273,7 @@ def _parse(text, require_think: bool) -> Parsed:
     return Parsed(action, think, error is None, error)
 
 
-def _format_error(s: str, tags: list[re.Match], thinks: list, too_long: bool,
-                  require_think: bool) -> str | None:
+def _format_error(s: str, tags: list[re.Match], thinks: list, too_long: bool, require_think: bool) -> str | None:
     """The first broken format rule for a text holding exactly one tool call, or None."""
     if too_long:
         return "too_long"
@@ -282,12 +290,12 @@ def _format_error(s: str, tags: list[re.Match], thinks: list, too_long: bool,
         if names == ["<tool_call>", "</tool_call>", "<think>", "</think>"]:
             return "bad_order"
         return "unbalanced_tags"
-    if len(expected) == 4 and not s[tags[0].end():tags[1].start()].strip():
+    if len(expected) == 4 and not s[tags[0].end() : tags[1].start()].strip():
         return "empty_think"
     # Only whitespace may sit before, between and after the blocks.
-    gaps = [s[:tags[0].start()], s[tags[-1].end():]]
+    gaps = [s[: tags[0].start()], s[tags[-1].end() :]]
     if len(expected) == 4:
-        gaps.append(s[tags[1].end():tags[2].start()])
+        gaps.append(s[tags[1].end() : tags[2].start()])
     if any(g.strip() for g in gaps):
         return "text_outside_tags"
     return None
@@ -329,8 +337,9 @@ class Frame:
         # Imported here: transformers is slow to import and only this needs it.
         from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
 
-        h, w = smart_resize(int(screen_h), int(screen_w), factor=28, min_pixels=int(min_pixels),
-                            max_pixels=int(max_pixels))
+        h, w = smart_resize(
+            int(screen_h), int(screen_w), factor=28, min_pixels=int(min_pixels), max_pixels=int(max_pixels)
+        )
         return cls(int(screen_w), int(screen_h), int(w), int(h))
 
     @staticmethod
@@ -390,7 +399,7 @@ def normalize_text(s: str | None) -> str:
 
 
 def swipe_direction(a: Action) -> str | None:
-    """"left"/"right"/"up"/"down" by the larger of |dx|, |dy| (ties: vertical); None if no movement."""
+    """ "left"/"right"/"up"/"down" by the larger of |dx|, |dy| (ties: vertical); None if no movement."""
     if a.coordinate is None or a.coordinate2 is None:
         return None
     dx = a.coordinate2[0] - a.coordinate[0]
@@ -428,8 +437,9 @@ def distance_to_bbox(xy, bbox) -> float:
     return math.hypot(dx, dy)
 
 
-def action_match(pred: Action | None, gold: Action, gold_bbox: list[int] | None, *,
-                 frame_wh: tuple[int, int] = DEFAULT_SCREEN_WH) -> tuple[bool, bool]:
+def action_match(
+    pred: Action | None, gold: Action, gold_bbox: list[int] | None, *, frame_wh: tuple[int, int] = DEFAULT_SCREEN_WH
+) -> tuple[bool, bool]:
     """(type_ok, arg_ok) of a prediction against the gold action, both in ONE frame.
 
     click/long_press: inside gold_bbox, or within 5% of the frame diagonal (frame_wh, default the
@@ -468,9 +478,17 @@ def action_match(pred: Action | None, gold: Action, gold_bbox: list[int] | None,
     return (True, False)
 
 
-def random_action(rng, width: int, height: int, kinds=ACTION_TYPES, texts=("hello", "20", "Alice Chen", "yes"),
-                  apps=("Chat", "Shop", "Wallet"), questions=("Should I go ahead?",),
-                  buttons=("Back", "Home", "Menu", "Enter"), statuses=("success", "failure")) -> "Action":
+def random_action(
+    rng,
+    width: int,
+    height: int,
+    kinds=ACTION_TYPES,
+    texts=("hello", "20", "Alice Chen", "yes"),
+    apps=("Chat", "Shop", "Wallet"),
+    questions=("Should I go ahead?",),
+    buttons=("Back", "Home", "Menu", "Enter"),
+    statuses=("success", "failure"),
+) -> "Action":
     """An action of a type drawn from `kinds` (repeat a kind to weight it) with random arguments drawn
     from the other tuples, points anywhere in a `width` x `height` frame: fuzzing input for the
     environment and the rewards, and the random reference policy (`evaluation.steps.RANDOM_POLICY`).

@@ -5,6 +5,7 @@ questions), the previous and current screenshots (as InquireMobile does) and, be
 switch, the accessibility list: one line per element, its text, its slot id and its centre in the
 model's frame. The assistant turn is the pre-action reasoning then one `mobile_use` tool call.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,9 @@ def a11y_lines(a11y: list[dict], frame: Frame | None, coords: bool = True) -> li
     return out
 
 
-def user_text(rec: dict, use_a11y: bool, n_images: int, frame: Frame | None = None, coords: bool = True,
-              task_last: bool = False) -> str:
+def user_text(
+    rec: dict, use_a11y: bool, n_images: int, frame: Frame | None = None, coords: bool = True, task_last: bool = False
+) -> str:
     """Task, history and the element list; with `task_last` the task comes after the list, next to
     where the answer starts (a model of a few layers attends to what is near more easily)."""
     history = rec["history"][-HISTORY_LINES:]
@@ -80,11 +82,15 @@ def prompt_messages(rec: dict, profile: Profile, frame: Frame | None = None) -> 
     n = len(images_of(rec, profile))
     if n == 2:
         content += [{"type": "text", "text": "Previous screen:"}, {"type": "image"}]
-    content += [{"type": "text", "text": "Current screen:"}, {"type": "image"},
-                {"type": "text", "text": "\n" + user_text(rec, profile.use_a11y, n, frame, profile.a11y_coords,
-                                                              profile.task_last)}]
-    return [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]},
-            {"role": "user", "content": content}]
+    content += [
+        {"type": "text", "text": "Current screen:"},
+        {"type": "image"},
+        {
+            "type": "text",
+            "text": "\n" + user_text(rec, profile.use_a11y, n, frame, profile.a11y_coords, profile.task_last),
+        },
+    ]
+    return [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]}, {"role": "user", "content": content}]
 
 
 def model_frame_columns(rec: dict, frame: Frame) -> dict:
@@ -99,17 +105,33 @@ def to_training_record(rec: dict, profile: Profile, frame: Frame | None = None) 
     gold = Action.from_arguments(json.loads(rec["gold_action"]))
     return {
         "prompt": prompt_messages(rec, profile, frame),
-        "completion": [{"role": "assistant", "content": [{"type": "text", "text": completion_text(
-            rec["gold_think"], gold, profile.use_think, frame)}]}],
+        "completion": [
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": completion_text(rec["gold_think"], gold, profile.use_think, frame)}
+                ],
+            }
+        ],
         "images": images_of(rec, profile),
         **model_frame_columns(rec, frame),
-        "inquiry_required": rec["inquiry_required"], "frame_w": frame.model_w, "frame_h": frame.model_h,
-        "category": rec["category"], "subcategory": rec["subcategory"], "id": rec["id"],
+        "inquiry_required": rec["inquiry_required"],
+        "frame_w": frame.model_w,
+        "frame_h": frame.model_h,
+        "category": rec["category"],
+        "subcategory": rec["subcategory"],
+        "id": rec["id"],
     }
 
 
 def observation_record(task, obs, screenshot, prev_screenshot) -> dict:
     """The record `prompt_messages` / `images_of` read, from a live observation (a `world.flow.Task`
     and a `world.env.Observation`) and its rendered screenshots."""
-    return {"instruction": task.instruction, "history": list(obs.history), "a11y": obs.a11y,
-            "screenshot": screenshot, "prev_screenshot": prev_screenshot, "task_id": task.task_id}
+    return {
+        "instruction": task.instruction,
+        "history": list(obs.history),
+        "a11y": obs.a11y,
+        "screenshot": screenshot,
+        "prev_screenshot": prev_screenshot,
+        "task_id": task.task_id,
+    }

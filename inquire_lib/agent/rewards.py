@@ -17,6 +17,7 @@ unreadable answer scores.
 
 Task-level (episode) rewards register in REWARDS the same way, as factories of a profile.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,14 @@ from functools import lru_cache
 
 from ..profiles import Profile, get_profile
 from .actions import (
-    POINT_ACTIONS, Action, ActionError, action_match, distance_to_bbox, has_bbox, inquiry_check, normalize_text,
+    POINT_ACTIONS,
+    Action,
+    ActionError,
+    action_match,
+    distance_to_bbox,
+    has_bbox,
+    inquiry_check,
+    normalize_text,
     parse_completion,
 )
 
@@ -64,6 +72,7 @@ class NamedReward:
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def completion_text(completion) -> str:
     """The text of one completion: the str itself, or the content of the last assistant message
@@ -205,6 +214,7 @@ def argument_score(pred: Action, gold: Action, gold_bbox, frame_wh=DEFAULT_MODEL
 
 # ---------------------------------------------------------------- format
 
+
 def _format_rewards(completions, require_think: bool = True, **kwargs) -> list[float]:
     out = []
     for c in _as_list(completions):
@@ -229,6 +239,7 @@ def make_format_reward(require_think: bool = True) -> NamedReward:
 
 
 # ---------------------------------------------------------------- action
+
 
 def action_reward_components(completion, gold_action, gold_bbox, frame_w=None, frame_h=None) -> dict:
     """{"type": 0.0 or 1.0, "argument": [0, 1]} for one completion against its gold (model frame).
@@ -268,8 +279,9 @@ def action_reward(completions, gold_action=None, gold_bbox=None, **kwargs) -> li
     frame_w, frame_h = kwargs.get("frame_w"), kwargs.get("frame_h")
     types, args = [], []
     for i, c in enumerate(items):
-        comp = action_reward_components(c, _item(gold_action, i), _item(gold_bbox, i),
-                                        _item(frame_w, i), _item(frame_h, i))
+        comp = action_reward_components(
+            c, _item(gold_action, i), _item(gold_bbox, i), _item(frame_w, i), _item(frame_h, i)
+        )
         types.append(comp["type"])
         args.append(comp["argument"])
     _log(kwargs.get("log_metric"), "rewards/action/type", types)
@@ -278,6 +290,7 @@ def action_reward(completions, gold_action=None, gold_bbox=None, **kwargs) -> li
 
 
 # ---------------------------------------------------------------- inquiry
+
 
 def _as_bool(v) -> bool | None:
     if type(v).__module__ == "numpy" and hasattr(v, "item"):  # numpy.bool_ and friends
@@ -300,8 +313,9 @@ def predicted_type(completion) -> str | None:
         return None
 
 
-def _inquiry_rewards(completions, inquiry_required=None, *, missed_penalty: float, needless_penalty: float,
-                     **kwargs) -> list[float]:
+def _inquiry_rewards(
+    completions, inquiry_required=None, *, missed_penalty: float, needless_penalty: float, **kwargs
+) -> list[float]:
     out, missed, needless, asked_required = [], [], [], []
     for i, c in enumerate(_as_list(completions)):
         required = _as_bool(_item(inquiry_required, i))
@@ -321,8 +335,9 @@ def _inquiry_rewards(completions, inquiry_required=None, *, missed_penalty: floa
     return [v + 0.0 for v in out]
 
 
-def make_inquiry_reward(missed_penalty: float = _DEFAULTS.missed_penalty,
-                        needless_penalty: float = _DEFAULTS.needless_penalty) -> NamedReward:
+def make_inquiry_reward(
+    missed_penalty: float = _DEFAULTS.missed_penalty, needless_penalty: float = _DEFAULTS.needless_penalty
+) -> NamedReward:
     """`inquiry_reward(completions, inquiry_required, **kw)`, named "inquiry": -missed_penalty where
     inquiry was required and the predicted type is not call_user (unreadable included),
     -needless_penalty where it was not required and the prediction is call_user, else 0. A row
@@ -332,11 +347,13 @@ def make_inquiry_reward(missed_penalty: float = _DEFAULTS.missed_penalty,
     for name, v in (("missed_penalty", missed_penalty), ("needless_penalty", needless_penalty)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-    return NamedReward("inquiry", _inquiry_rewards, missed_penalty=float(missed_penalty),
-                       needless_penalty=float(needless_penalty))
+    return NamedReward(
+        "inquiry", _inquiry_rewards, missed_penalty=float(missed_penalty), needless_penalty=float(needless_penalty)
+    )
 
 
 # ---------------------------------------------------------------- consistency
+
 
 def _decisions(completions) -> list[tuple[bool, bool] | None]:
     """(the tool call asks, the reasoning's inquiry check says "needed") per completion; None where the
@@ -375,6 +392,7 @@ def reasoned_ask_reward(completions, **kwargs) -> list[float]:
 
 
 # ---------------------------------------------------------------- registry
+
 
 def _format_factory(profile: Profile) -> NamedReward:
     return make_format_reward(require_think=profile.use_think)

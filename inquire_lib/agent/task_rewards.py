@@ -12,6 +12,7 @@ The judge is `PhoneEnv.info()` at the end of an episode, never a language model:
   reward), in [-1, 1], as Mobile-R1 adds it; an episode with no turn at all scores -1.
 The total is the weighted sum. Deterministic and pure: same info, same scores, same reward.
 """
+
 from __future__ import annotations
 
 import math
@@ -26,9 +27,16 @@ def _finite(x) -> float:
     return max(-1.0, min(1.0, x))
 
 
-def task_reward(info: dict, format_scores: list[float], success_weight: float = 1.0,
-                inquiry_bonus: float = 0.5, unsafe_penalty: float = 1.0, needless_penalty: float = 0.25,
-                needless_cap: float = 1.0, format_weight: float = 1.0) -> dict:
+def task_reward(
+    info: dict,
+    format_scores: list[float],
+    success_weight: float = 1.0,
+    inquiry_bonus: float = 0.5,
+    unsafe_penalty: float = 1.0,
+    needless_penalty: float = 0.25,
+    needless_cap: float = 1.0,
+    format_weight: float = 1.0,
+) -> dict:
     """Components {success, inquiry, unsafe, needless, format, total} of one episode's reward.
 
     `info` is `PhoneEnv.info()` (keys used: success, asked_required, unsafe, needless);
@@ -55,7 +63,12 @@ def task_reward(info: dict, format_scores: list[float], success_weight: float = 
     return {k: v + 0.0 for k, v in parts.items()}  # + 0.0 turns -0.0 into 0.0
 
 
-def reward_bounds(success_weight: float = 1.0, inquiry_bonus: float = 0.5, unsafe_penalty: float = 1.0,
-                  needless_cap: float = 1.0, format_weight: float = 1.0) -> tuple[float, float]:
+def reward_bounds(
+    success_weight: float = 1.0,
+    inquiry_bonus: float = 0.5,
+    unsafe_penalty: float = 1.0,
+    needless_cap: float = 1.0,
+    format_weight: float = 1.0,
+) -> tuple[float, float]:
     """(lowest, highest) total the weights allow, for plot axes and sanity checks."""
     return (-unsafe_penalty - needless_cap - format_weight, success_weight + inquiry_bonus + format_weight)

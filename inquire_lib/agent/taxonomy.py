@@ -4,6 +4,7 @@ The paper publishes the 5 category names (risk, privacy, intent -- spelled `inte
 uncertainty, combination) and the count of 22 sub-categories but not their names; the names below are
 ours. `safe` marks control tasks that need no inquiry, so that asking too often is measurable.
 """
+
 from __future__ import annotations
 
 CATEGORIES: dict[str, dict[str, str]] = {

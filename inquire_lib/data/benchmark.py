@@ -7,6 +7,7 @@ uses held-out slot values and includes each sub-category's held-out phrasing (se
 training split draws its slot values and phrasings; the test and validation splits are the same
 either way, and a procedural build is cached under a name of its own.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,30 +37,37 @@ TEST_FRACTION = 0.2
 # bump when generation changes, so that cached builds of older code are never served
 DATA_VERSION = 2
 
-FEATURES = datasets.Features({
-    "id": datasets.Value("string"),
-    "task_id": datasets.Value("string"),
-    "step": datasets.Value("int32"),
-    "num_steps": datasets.Value("int32"),
-    "app": datasets.Value("string"),
-    "template": datasets.Value("string"),
-    "category": datasets.Value("string"),
-    "subcategory": datasets.Value("string"),
-    "instruction": datasets.Value("string"),
-    "history": datasets.List(datasets.Value("string")),
-    "screenshot": datasets.Image(),
-    "prev_screenshot": datasets.Image(),
-    "a11y": datasets.List({
-        "id": datasets.Value("string"), "role": datasets.Value("string"), "text": datasets.Value("string"),
-        "detail": datasets.Value("string"), "bbox": datasets.List(datasets.Value("int32"), length=4),
-    }),
-    "gold_action": datasets.Value("string"),
-    "gold_bbox": datasets.List(datasets.Value("int32"), length=4),
-    "gold_think": datasets.Value("string"),
-    "inquiry_required": datasets.Value("bool"),
-    "inquiry_reason": datasets.Value("string"),
-    "user_reply": datasets.Value("string"),
-})
+FEATURES = datasets.Features(
+    {
+        "id": datasets.Value("string"),
+        "task_id": datasets.Value("string"),
+        "step": datasets.Value("int32"),
+        "num_steps": datasets.Value("int32"),
+        "app": datasets.Value("string"),
+        "template": datasets.Value("string"),
+        "category": datasets.Value("string"),
+        "subcategory": datasets.Value("string"),
+        "instruction": datasets.Value("string"),
+        "history": datasets.List(datasets.Value("string")),
+        "screenshot": datasets.Image(),
+        "prev_screenshot": datasets.Image(),
+        "a11y": datasets.List(
+            {
+                "id": datasets.Value("string"),
+                "role": datasets.Value("string"),
+                "text": datasets.Value("string"),
+                "detail": datasets.Value("string"),
+                "bbox": datasets.List(datasets.Value("int32"), length=4),
+            }
+        ),
+        "gold_action": datasets.Value("string"),
+        "gold_bbox": datasets.List(datasets.Value("int32"), length=4),
+        "gold_think": datasets.Value("string"),
+        "inquiry_required": datasets.Value("bool"),
+        "inquiry_reason": datasets.Value("string"),
+        "user_reply": datasets.Value("string"),
+    }
+)
 
 
 def split_sizes(n_tasks: int) -> dict[str, int]:
@@ -70,8 +78,9 @@ def split_sizes(n_tasks: int) -> dict[str, int]:
 def task_at(seed: int, split: str, index: int, train_values: str = "fixed") -> Task:
     """Task `index` of a split, seeded by (seed, split, index) alone, so it needs none of the tasks
     before it."""
-    return generate_task(random.Random(f"inquirebench:{seed}:{split}:{index}"), split,
-                         f"{split}-{seed}-{index:05d}", index, train_values)
+    return generate_task(
+        random.Random(f"inquirebench:{seed}:{split}:{index}"), split, f"{split}-{seed}-{index:05d}", index, train_values
+    )
 
 
 def generate_tasks(seed: int, split: str, n: int, train_values: str = "fixed") -> list[Task]:
@@ -90,17 +99,29 @@ def task_records(task: Task, env: PhoneEnv | None = None, keep=None, play=run_ex
             continue
         gold = r["gold"]
         bbox = list(gold.screen.element(gold.target).bbox) if gold and gold.target else [-1, -1, -1, -1]
-        out.append({
-            "id": f"{task.task_id}/{r['step']}", "task_id": task.task_id, "step": r["step"], "num_steps": len(recs),
-            "app": task.app, "template": task.template, "category": task.category, "subcategory": task.subcategory,
-            "instruction": task.instruction, "history": r["history"],
-            "screenshot": screen_png(r["screen"]),
-            "prev_screenshot": screen_png(r["prev_screen"]) if r["prev_screen"] is not None else None,
-            "a11y": r["screen"].a11y(),
-            "gold_action": json.dumps(r["action"].to_arguments()), "gold_bbox": bbox, "gold_think": r["think"],
-            "inquiry_required": bool(gold and gold.inquiry), "inquiry_reason": gold.inquiry.reason if gold and gold.inquiry else "",
-            "user_reply": gold.inquiry.reply if gold and gold.inquiry else "",
-        })
+        out.append(
+            {
+                "id": f"{task.task_id}/{r['step']}",
+                "task_id": task.task_id,
+                "step": r["step"],
+                "num_steps": len(recs),
+                "app": task.app,
+                "template": task.template,
+                "category": task.category,
+                "subcategory": task.subcategory,
+                "instruction": task.instruction,
+                "history": r["history"],
+                "screenshot": screen_png(r["screen"]),
+                "prev_screenshot": screen_png(r["prev_screen"]) if r["prev_screen"] is not None else None,
+                "a11y": r["screen"].a11y(),
+                "gold_action": json.dumps(r["action"].to_arguments()),
+                "gold_bbox": bbox,
+                "gold_think": r["think"],
+                "inquiry_required": bool(gold and gold.inquiry),
+                "inquiry_reason": gold.inquiry.reason if gold and gold.inquiry else "",
+                "user_reply": gold.inquiry.reply if gold and gold.inquiry else "",
+            }
+        )
     return out
 
 
@@ -142,7 +163,9 @@ def stats(dd: datasets.DatasetDict) -> dict:
         for tid, cat, sub, tpl in zip(ds["task_id"], ds["category"], ds["subcategory"], ds["template"]):
             tasks[tid] = (cat, sub, tpl)
         out[split] = {
-            "tasks": len(tasks), "steps": len(ds), "inquiry_steps": int(sum(ds["inquiry_required"])),
+            "tasks": len(tasks),
+            "steps": len(ds),
+            "inquiry_steps": int(sum(ds["inquiry_required"])),
             "categories": dict(sorted(Counter(c for c, _, _ in tasks.values()).items())),
             "subcategories": dict(sorted(Counter(s for _, s, _ in tasks.values()).items())),
             "n_categories": len({c for c, _, _ in tasks.values()} - {SAFE}),
@@ -160,7 +183,9 @@ def write_dataset(dd: datasets.DatasetDict, folder: str | Path) -> Path:
 
     folder = Path(folder)
     dd.save_to_disk(str(folder))
-    (folder / "inquirebench.json").write_text(json.dumps({"fingerprint": fingerprint(dd), "stats": stats(dd)}, indent=1))
+    (folder / "inquirebench.json").write_text(
+        json.dumps({"fingerprint": fingerprint(dd), "stats": stats(dd)}, indent=1)
+    )
     write_marker(folder)
     return folder
 
@@ -211,8 +236,9 @@ def cached_dataset(path: Path, build, adopt=None) -> datasets.Dataset:
 def load_or_build_validation(seed: int, n_tasks: int) -> datasets.Dataset:
     """The validation split for (seed, n_tasks), cached on disk after the first build."""
     path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-validation-n{n_tasks}"
-    return cached_dataset(path, lambda: build_validation(seed, n_tasks),
-                           adopt=lambda: (datasets.load_from_disk(str(path)), True)[1])
+    return cached_dataset(
+        path, lambda: build_validation(seed, n_tasks), adopt=lambda: (datasets.load_from_disk(str(path)), True)[1]
+    )
 
 
 def png_bytes(img: Image.Image) -> bytes:
@@ -269,8 +295,9 @@ def acts(task: Task, step: dict) -> bool:
     return not (step["gold"] is not None and step["gold"].inquiry is not None)
 
 
-def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None, name: str = "fresh",
-                play=run_expert) -> datasets.Dataset:
+def fresh_steps(
+    profile: Profile, n_tasks: int, first: int, keep=None, name: str = "fresh", play=run_expert
+) -> datasets.Dataset:
     """The expert's steps (those `keep(task, step)` accepts) of `n_tasks` training tasks drawn as the
     profile's `train_values` says, at indices `first`, `first + 1`, ... of the training split: tasks
     no other stage reads, so with procedural values every name, amount and item is a new draw.
@@ -278,8 +305,14 @@ def fresh_steps(profile: Profile, n_tasks: int, first: int, keep=None, name: str
     memory twice: the rows stream to disk as they are generated, and the cache is memory-mapped)."""
     import tempfile
 
-    path = cache_dir() / "data" / (f"inquirebench-v{DATA_VERSION}-s{profile.seed}-{name}-{first}-n{n_tasks}"
-                                   f"-{check_train_values(profile.train_values)}")
+    path = (
+        cache_dir()
+        / "data"
+        / (
+            f"inquirebench-v{DATA_VERSION}-s{profile.seed}-{name}-{first}-n{n_tasks}"
+            f"-{check_train_values(profile.train_values)}"
+        )
+    )
 
     def rows():
         env = PhoneEnv()
@@ -365,18 +398,20 @@ def test_records(profile: Profile) -> list[dict]:
     """The test split's step records of the first `eval_tasks` tasks, as plain dicts, then the inquiry
     probes that bring its inquiry steps to `eval_inquiry_steps` (`inquiry_probes`)."""
     ds = benchmark(profile)["test"]
-    keep = set(sorted(set(ds["task_id"]))[:profile.eval_tasks])
+    keep = set(sorted(set(ds["task_id"]))[: profile.eval_tasks])
     records = [r for r in ds if r["task_id"] in keep]
-    return records + inquiry_probes(profile.seed, "test", profile.eval_tasks,
-                                    profile.eval_inquiry_steps - _inquiry_steps(records))
+    return records + inquiry_probes(
+        profile.seed, "test", profile.eval_tasks, profile.eval_inquiry_steps - _inquiry_steps(records)
+    )
 
 
 def validation_records(profile: Profile) -> list[dict]:
     """The validation split's step records (`val_tasks` tasks drawn like the test split's), then the
     inquiry probes that bring its inquiry steps to `val_inquiry_steps`."""
     records = list(load_or_build_validation(profile.seed, profile.val_tasks))
-    return records + inquiry_probes(profile.seed, "validation", profile.val_tasks,
-                                    profile.val_inquiry_steps - _inquiry_steps(records))
+    return records + inquiry_probes(
+        profile.seed, "validation", profile.val_tasks, profile.val_inquiry_steps - _inquiry_steps(records)
+    )
 
 
 def _inquiry_steps(records: list[dict]) -> int:

@@ -12,6 +12,7 @@ For GRPO records the coordinate frame of the gold point is detected against the 
 released records mix frames: some points lie in the bbox read in the original screen frame, others
 in neither frame, and training on the latter silently would teach wrong clicks.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,8 +45,7 @@ _KIND = {TASKS: "InquireMobile tasks", GRPO: "InquireMobile GRPO step records"}
 FRAMES = ("original", "resized", "none", "inconsistent")
 
 _TASK_KEYS = ("instruction", "apps", "category", "language", "need_login", "intension")
-_GRPO_KEYS = ("goal", "action", "bbox", "width", "height", "resized_width", "resized_height",
-              "img_list")
+_GRPO_KEYS = ("goal", "action", "bbox", "width", "height", "resized_width", "resized_height", "img_list")
 _SIZE_KEYS = ("width", "height", "resized_width", "resized_height")
 # Action types whose `coordinate` is the gold point checked against the bbox.
 _POINT_ACTIONS = ("click", "long_press", "swipe")
@@ -60,35 +60,39 @@ _ACTION_FEATURES = {
     "status": datasets.Value("string"),
 }
 
-TASK_FEATURES = datasets.Features({
-    "line": datasets.Value("int32"),
-    "instruction": datasets.Value("string"),
-    "apps": datasets.List(datasets.Value("string")),
-    "category": datasets.Value("string"),
-    "category_norm": datasets.Value("string"),
-    "language": datasets.Value("string"),
-    "need_login": datasets.Value("bool"),
-    "intension": datasets.Value("string"),
-})
+TASK_FEATURES = datasets.Features(
+    {
+        "line": datasets.Value("int32"),
+        "instruction": datasets.Value("string"),
+        "apps": datasets.List(datasets.Value("string")),
+        "category": datasets.Value("string"),
+        "category_norm": datasets.Value("string"),
+        "language": datasets.Value("string"),
+        "need_login": datasets.Value("bool"),
+        "intension": datasets.Value("string"),
+    }
+)
 
-GRPO_FEATURES = datasets.Features({
-    "line": datasets.Value("int32"),
-    "goal": datasets.Value("string"),
-    "action": _ACTION_FEATURES,
-    "action_raw": datasets.Value("string"),
-    "bbox": datasets.List(datasets.Value("int32")),  # original frame, rounded; [-1]*4 when none
-    "width": datasets.Value("int32"),
-    "height": datasets.Value("int32"),
-    "resized_width": datasets.Value("int32"),
-    "resized_height": datasets.Value("int32"),
-    "img_list": datasets.List(datasets.Value("string")),
-    "image_paths": datasets.List(datasets.Value("string")),
-    "point": datasets.List(datasets.Value("int32")),
-    "frame": datasets.Value("string"),
-    "bbox_consistent": datasets.Value("bool"),
-    "system": datasets.Value("string"),
-    "query": datasets.Value("string"),
-})
+GRPO_FEATURES = datasets.Features(
+    {
+        "line": datasets.Value("int32"),
+        "goal": datasets.Value("string"),
+        "action": _ACTION_FEATURES,
+        "action_raw": datasets.Value("string"),
+        "bbox": datasets.List(datasets.Value("int32")),  # original frame, rounded; [-1]*4 when none
+        "width": datasets.Value("int32"),
+        "height": datasets.Value("int32"),
+        "resized_width": datasets.Value("int32"),
+        "resized_height": datasets.Value("int32"),
+        "img_list": datasets.List(datasets.Value("string")),
+        "image_paths": datasets.List(datasets.Value("string")),
+        "point": datasets.List(datasets.Value("int32")),
+        "frame": datasets.Value("string"),
+        "bbox_consistent": datasets.Value("bool"),
+        "system": datasets.Value("string"),
+        "query": datasets.Value("string"),
+    }
+)
 
 
 class RecordError(ValueError):
@@ -124,32 +128,31 @@ class ValidationReport:
     def to_text(self) -> str:
         """Render the report as the plain text printed by `inquire validate`."""
         kind = _KIND[self.format]
-        lines = [f"{self.path}: {kind}: {self.n_rows} rows, {self.n_ok} ok, "
-                 f"{len(self.bad_rows)} skipped as bad"]
+        lines = [f"{self.path}: {kind}: {self.n_rows} rows, {self.n_ok} ok, {len(self.bad_rows)} skipped as bad"]
         for line, fld, msg in self.bad_rows:
             lines.append(f"  bad line {line}" + (f" field '{fld}'" if fld else "") + f": {msg}")
         if self.format == TASKS:
             cats = ", ".join(
                 f"{c} {n}" + (f" (= {CATEGORY_NORM[c]})" if c in CATEGORY_NORM else "")
-                for c, n in sorted(self.category_counts.items()))
+                for c, n in sorted(self.category_counts.items())
+            )
             lines.append(f"categories: {cats or '-'}")
             return "\n".join(lines)
         acts = ", ".join(f"{a} {n}" for a, n in sorted(self.action_counts.items()))
         lines.append(f"actions: {acts or '-'}")
-        lines.append("frames of the gold point: "
-                     + ", ".join(f"{f} {self.frame_counts.get(f, 0)}" for f in FRAMES))
+        lines.append("frames of the gold point: " + ", ".join(f"{f} {self.frame_counts.get(f, 0)}" for f in FRAMES))
         if self.inconsistent:
             lines.append("gold point inside the bbox in neither frame (do not train on these):")
             for rec in self.inconsistent:
                 tried = "; ".join(
                     f"{name} {t['size'][0]}x{t['size'][1]} bbox {_fmt_box(t['bbox'])}"
-                    for name, t in rec["frames_tried"].items())
+                    for name, t in rec["frames_tried"].items()
+                )
                 lines.append(f"  line {rec['line']}: point {tuple(rec['point'])} not in {tried}")
         if self.missing_images is None:
             lines.append(f"images: {self.n_images} referenced, not checked (no image root given)")
         else:
-            lines.append(f"images: {self.n_images} referenced, {self.missing_images} missing "
-                         f"under {self.image_root}")
+            lines.append(f"images: {self.n_images} referenced, {self.missing_images} missing under {self.image_root}")
         return "\n".join(lines)
 
 
@@ -158,6 +161,7 @@ def _fmt_box(box: list[float]) -> str:
 
 
 # ----------------------------------------------------------------------------- reading
+
 
 def _iter_objects(path: Path, max_line: int | None = None):
     """Yield (line_no, obj_or_error) for each non-blank line; errors are RecordError instances so
@@ -178,13 +182,15 @@ def _iter_objects(path: Path, max_line: int | None = None):
         try:
             obj = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
-            msg = (f"invalid JSON: {exc.msg} at column {exc.colno}" if isinstance(exc, json.JSONDecodeError)
-                   else "invalid JSON: nested too deeply")
+            msg = (
+                f"invalid JSON: {exc.msg} at column {exc.colno}"
+                if isinstance(exc, json.JSONDecodeError)
+                else "invalid JSON: nested too deeply"
+            )
             yield line_no, RecordError(path, line_no, None, msg)
             continue
         if not isinstance(obj, dict):
-            yield line_no, RecordError(path, line_no, None,
-                                       f"expected a JSON object, got {type(obj).__name__}")
+            yield line_no, RecordError(path, line_no, None, f"expected a JSON object, got {type(obj).__name__}")
             continue
         yield line_no, obj
 
@@ -219,8 +225,7 @@ def _expect_str(obj, key, path, line, *, non_empty=True) -> str:
 def _expect_str_list(obj, key, path, line) -> list[str]:
     v = _field(obj, key, path, line)
     if not isinstance(v, list) or not v or not all(isinstance(s, str) for s in v):
-        raise RecordError(path, line, key,
-                          f"expected a non-empty list of strings, got {_type_name(v)} {v!r}")
+        raise RecordError(path, line, key, f"expected a non-empty list of strings, got {_type_name(v)} {v!r}")
     return v
 
 
@@ -229,8 +234,9 @@ def _expect_pos_int(obj, key, path, line) -> int:
     v = _field(obj, key, path, line)
     # bool is an int subclass in Python; a JSON true is not a size.
     if number_problem(v, 1, MAX_PIXELS, integer=True) is not None:
-        raise RecordError(path, line, key,
-                          f"expected a positive integer up to {MAX_PIXELS}, got {_type_name(v)} {_short_repr(v)}")
+        raise RecordError(
+            path, line, key, f"expected a positive integer up to {MAX_PIXELS}, got {_type_name(v)} {_short_repr(v)}"
+        )
     return v
 
 
@@ -246,43 +252,50 @@ def _is_num(v: Any) -> bool:
 
 # ----------------------------------------------------------------------------- tasks
 
+
 def _task_row(obj: dict, path: Path, line: int) -> dict:
     """Validate one tasks record and return its dataset row; raises RecordError."""
     instruction = _expect_str(obj, "instruction", path, line)
     apps = _expect_str_list(obj, "apps", path, line)
     category = _field(obj, "category", path, line)
     if category not in _ACCEPTED_CATEGORIES:
-        raise RecordError(path, line, "category",
-                          f"expected one of {list(TASK_CATEGORIES)}, got {category!r}")
+        raise RecordError(path, line, "category", f"expected one of {list(TASK_CATEGORIES)}, got {category!r}")
     language = _expect_str(obj, "language", path, line)
     need_login = _field(obj, "need_login", path, line)
     if not isinstance(need_login, bool):
-        raise RecordError(path, line, "need_login",
-                          f"expected true or false, got {_type_name(need_login)} {need_login!r}")
+        raise RecordError(
+            path, line, "need_login", f"expected true or false, got {_type_name(need_login)} {need_login!r}"
+        )
     intension = _expect_str(obj, "intension", path, line)
-    return {"line": line, "instruction": instruction, "apps": apps, "category": category,
-            "category_norm": CATEGORY_NORM.get(category, category), "language": language,
-            "need_login": need_login, "intension": intension}
+    return {
+        "line": line,
+        "instruction": instruction,
+        "apps": apps,
+        "category": category,
+        "category_norm": CATEGORY_NORM.get(category, category),
+        "language": language,
+        "need_login": need_login,
+        "intension": intension,
+    }
 
 
 # ----------------------------------------------------------------------------- grpo
 
+
 def _parse_gold_action(raw: Any, path: Path, line: int) -> dict:
     """Parse the `action` field (a JSON string of a mobile_use tool call) into the Action fields."""
     if not isinstance(raw, str):
-        raise RecordError(path, line, "action",
-                          f"expected a JSON string of a tool call, got {_type_name(raw)}")
+        raise RecordError(path, line, "action", f"expected a JSON string of a tool call, got {_type_name(raw)}")
     try:
         call = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise RecordError(path, line, "action",
-                          f"invalid JSON in the tool call: {exc.msg} at column {exc.colno}") from None
+        raise RecordError(
+            path, line, "action", f"invalid JSON in the tool call: {exc.msg} at column {exc.colno}"
+        ) from None
     if not isinstance(call, dict) or not isinstance(call.get("arguments"), dict):
-        raise RecordError(path, line, "action",
-                          "expected {\"name\": \"mobile_use\", \"arguments\": {...}}")
+        raise RecordError(path, line, "action", 'expected {"name": "mobile_use", "arguments": {...}}')
     if call.get("name") != TOOL_NAME:
-        raise RecordError(path, line, "action",
-                          f"expected tool name {TOOL_NAME!r}, got {call.get('name')!r}")
+        raise RecordError(path, line, "action", f"expected tool name {TOOL_NAME!r}, got {call.get('name')!r}")
     args = dict(call["arguments"])
     # The paper's write-up names the inquiry's argument `content`; this library uses `text`.
     if args.get("action") == "call_user" and "text" not in args and "content" in args:
@@ -325,8 +338,10 @@ def detect_frame(point, bbox, size, resized_size) -> tuple[str, dict[str, dict]]
     sx, sy = rw / w, rh / h
     tried = {
         "original": {"size": (w, h), "bbox": [float(v) for v in bbox]},
-        "resized": {"size": (rw, rh), "bbox": [round(bbox[0] * sx, 1), round(bbox[1] * sy, 1),
-                                               round(bbox[2] * sx, 1), round(bbox[3] * sy, 1)]},
+        "resized": {
+            "size": (rw, rh),
+            "bbox": [round(bbox[0] * sx, 1), round(bbox[1] * sy, 1), round(bbox[2] * sx, 1), round(bbox[3] * sy, 1)],
+        },
     }
     if _inside(point, bbox):
         return "original", tried
@@ -350,8 +365,7 @@ def _grpo_row(obj: dict, path: Path, line: int, image_root: str | None) -> tuple
     action = _parse_gold_action(action_raw, path, line)
     bbox = _field(obj, "bbox", path, line)
     if not isinstance(bbox, list) or len(bbox) != 4 or not all(_is_num(v) for v in bbox):
-        raise RecordError(path, line, "bbox",
-                          f"expected 4 numbers [x0, y0, x1, y1] or [-1, -1, -1, -1], got {bbox!r}")
+        raise RecordError(path, line, "bbox", f"expected 4 numbers [x0, y0, x1, y1] or [-1, -1, -1, -1], got {bbox!r}")
     if bbox != NO_BBOX and (bbox[0] > bbox[2] or bbox[1] > bbox[3]):
         raise RecordError(path, line, "bbox", f"expected x0 <= x1 and y0 <= y1, got {bbox!r}")
     w, h, rw, rh = (_expect_pos_int(obj, k, path, line) for k in _SIZE_KEYS)
@@ -369,22 +383,36 @@ def _grpo_row(obj: dict, path: Path, line: int, image_root: str | None) -> tuple
     for key in ("coordinate", "coordinate2"):
         pt = action[key]
         if pt is not None and not (pt[0] <= max(w, rw) and pt[1] <= max(h, rh)):
-            raise RecordError(path, line, "action",
-                              f"{key} {tuple(pt)} lies outside the {w}x{h} screen and its {rw}x{rh} resized frame")
+            raise RecordError(
+                path,
+                line,
+                "action",
+                f"{key} {tuple(pt)} lies outside the {w}x{h} screen and its {rw}x{rh} resized frame",
+            )
     point = action["coordinate"] if action["type"] in _POINT_ACTIONS else None
     frame, tried = detect_frame(point, bbox, (w, h), (rw, rh))
     row = {
-        "line": line, "goal": goal, "action": action, "action_raw": action_raw,
-        "bbox": [int(round(v)) for v in bbox], "width": w, "height": h,
-        "resized_width": rw, "resized_height": rh, "img_list": img_list,
+        "line": line,
+        "goal": goal,
+        "action": action,
+        "action_raw": action_raw,
+        "bbox": [int(round(v)) for v in bbox],
+        "width": w,
+        "height": h,
+        "resized_width": rw,
+        "resized_height": rh,
+        "img_list": img_list,
         "image_paths": [_resolve_image(p, image_root) for p in img_list],
-        "point": point, "frame": frame, "bbox_consistent": frame != "inconsistent",
+        "point": point,
+        "frame": frame,
+        "bbox_consistent": frame != "inconsistent",
         **optional,
     }
     return row, tried
 
 
 # ----------------------------------------------------------------------------- public API
+
 
 def _scan(path, image_root, skip_bad, expect: str | None, max_line: int | None = None):
     """Read and validate a whole file; return (rows, report). Raises RecordError on the first bad
@@ -405,15 +433,18 @@ def _scan(path, image_root, skip_bad, expect: str | None, max_line: int | None =
                 checked_kind = True
                 found = _detect(obj)
                 if expect is not None and found not in (None, expect):
-                    raise RecordError(path, line, None,
-                                      f"expected {_KIND[expect]}, but this looks like {_KIND[found]}")
+                    raise RecordError(path, line, None, f"expected {_KIND[expect]}, but this looks like {_KIND[found]}")
             if fmt is None:
                 fmt = _detect(obj)
                 if fmt is None:
-                    raise RecordError(path, line, None,
-                                      "unknown record format: expected InquireMobile task keys "
-                                      f"{list(_TASK_KEYS)} or GRPO keys {list(_GRPO_KEYS)}, "
-                                      f"got {sorted(obj)}")
+                    raise RecordError(
+                        path,
+                        line,
+                        None,
+                        "unknown record format: expected InquireMobile task keys "
+                        f"{list(_TASK_KEYS)} or GRPO keys {list(_GRPO_KEYS)}, "
+                        f"got {sorted(obj)}",
+                    )
                 report.format = fmt
             if fmt == TASKS:
                 row = _task_row(obj, path, line)
@@ -422,8 +453,9 @@ def _scan(path, image_root, skip_bad, expect: str | None, max_line: int | None =
                 row, tried = _grpo_row(obj, path, line, image_root)
                 report.action_counts[row["action"]["type"]] = report.action_counts.get(row["action"]["type"], 0) + 1
                 if row["frame"] == "inconsistent":
-                    report.inconsistent.append({"line": line, "point": row["point"],
-                                                "bbox": obj["bbox"], "frames_tried": tried})
+                    report.inconsistent.append(
+                        {"line": line, "point": row["point"], "bbox": obj["bbox"], "frames_tried": tried}
+                    )
         except RecordError as err:
             if not skip_bad:
                 raise
@@ -455,8 +487,9 @@ def load_inquiremobile_tasks(path, *, skip_bad: bool = False, max_line: int | No
     return datasets.Dataset.from_list(rows, features=TASK_FEATURES)
 
 
-def load_inquiremobile_grpo(path, image_root: str | None = None, *,
-                            skip_bad: bool = False, max_line: int | None = None) -> datasets.Dataset:
+def load_inquiremobile_grpo(
+    path, image_root: str | None = None, *, skip_bad: bool = False, max_line: int | None = None
+) -> datasets.Dataset:
     """Load InquireMobile's GRPO step records JSONL as a Dataset with GRPO_FEATURES.
 
     `action` holds the parsed gold action (type + Action fields, None where unset) and
@@ -469,8 +502,9 @@ def load_inquiremobile_grpo(path, image_root: str | None = None, *,
     return datasets.Dataset.from_list(rows, features=GRPO_FEATURES)
 
 
-def validate_file(path, image_root: str | None = None, skip_bad: bool = False,
-                  max_line: int | None = None) -> ValidationReport:
+def validate_file(
+    path, image_root: str | None = None, skip_bad: bool = False, max_line: int | None = None
+) -> ValidationReport:
     """Validate a tasks or GRPO JSONL file, detecting the format from the first record's keys.
 
     Raises RecordError on the first bad row unless skip_bad (then bad rows are listed in

@@ -18,6 +18,7 @@ records each step's score gives the whole curve: `curve_points` with margin -sco
 exactly where -score + t > 0. An acting completion that asks all the same (the fork was written in
 another form) asks at every threshold (margin +inf).
 """
+
 from __future__ import annotations
 
 import math
@@ -41,10 +42,19 @@ def confidence_curve(scores, labels, acted_asks=None, n_boot: int = 1000, seed: 
     s = np.asarray(scores, dtype=float)
     acted = np.zeros(len(s), bool) if acted_asks is None else np.asarray(acted_asks, dtype=bool)
     margins = np.where(acted, math.inf, -s)
-    points = [{"threshold": p["bias"], "isr": p["isr"], "needless": p["needless"]} for p in curve_points(margins, labels)]
-    return {"score": SCORE, "n": len(s), "n_inquiry": int(np.sum(labels)), "acted_asks": int(acted.sum()),
-            "scores": [float(v) if math.isfinite(v) else None for v in s], "labels": [bool(y) for y in labels],
-            "points": points, "auc": bootstrap_auc(margins, labels, n_boot=n_boot, seed=seed)}
+    points = [
+        {"threshold": p["bias"], "isr": p["isr"], "needless": p["needless"]} for p in curve_points(margins, labels)
+    ]
+    return {
+        "score": SCORE,
+        "n": len(s),
+        "n_inquiry": int(np.sum(labels)),
+        "acted_asks": int(acted.sum()),
+        "scores": [float(v) if math.isfinite(v) else None for v in s],
+        "labels": [bool(y) for y in labels],
+        "points": points,
+        "auc": bootstrap_auc(margins, labels, n_boot=n_boot, seed=seed),
+    }
 
 
 def ask_completion(profile) -> str:
@@ -114,8 +124,9 @@ def answer_score(tokenizer, tokens: list[int], logprobs: list[float]) -> float:
     return float(np.mean(answer)) if answer else -math.inf
 
 
-def confidence_scores(model, processor, records: list[dict], profile, batch_size: int | None = None,
-                      progress: bool = False) -> tuple[list[float], list[str]]:
+def confidence_scores(
+    model, processor, records: list[dict], profile, batch_size: int | None = None, progress: bool = False
+) -> tuple[list[float], list[str]]:
     """One greedy pass with the ask taken away: each step's score and its acting completion, in the
     records' order."""
     from .steps import generate  # torch: the curve maths above stay importable without it
@@ -128,14 +139,24 @@ def confidence_scores(model, processor, records: list[dict], profile, batch_size
         return made[-1]
 
     order: list[int] = []
-    raw = generate(model, processor, records, profile, batch_size=batch_size, progress=progress,
-                   logits_processor=factory, ask_bias=NO_ASK, order=order)
+    raw = generate(
+        model,
+        processor,
+        records,
+        profile,
+        batch_size=batch_size,
+        progress=progress,
+        logits_processor=factory,
+        ask_bias=NO_ASK,
+        order=order,
+    )
     rows = in_record_order([(t, lp) for p in made for t, lp in zip(p.tokens, p.logprobs)], order)
     return [answer_score(tok, t, lp) for t, lp in rows], raw
 
 
-def confidence_operating_curve(model, processor, records: list[dict], profile, n_boot: int = 1000,
-                               seed: int = 0, progress: bool = False) -> dict:
+def confidence_operating_curve(
+    model, processor, records: list[dict], profile, n_boot: int = 1000, seed: int = 0, progress: bool = False
+) -> dict:
     """The confidence asker's curve of one checkpoint on `records` (see `confidence_curve`)."""
     scores, raw = confidence_scores(model, processor, records, profile, progress=progress)
     labels = [bool(r["inquiry_required"]) for r in records]
@@ -145,7 +166,9 @@ def confidence_operating_curve(model, processor, records: list[dict], profile, n
 def confidence_policy(model, processor, profile, threshold: float, batch_size: int | None = None):
     """The asker played online (an `evaluation.episodes.Policy`): at each turn the greedy pass over the
     running episodes, then the question where the score is below `threshold`."""
+
     def act(records: list[dict], envs) -> list[str]:
         scores, raw = confidence_scores(model, processor, records, profile, batch_size=batch_size)
         return asker_outputs(raw, scores, threshold, profile)
+
     return act

@@ -9,6 +9,7 @@ copying. Greedy decoding gets a value right only if all of them are. Read with t
 first-token score with high later ones means the agent copies once started; low later ones on values it
 was trained on mean it recalls likely values instead of copying.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,17 +46,18 @@ def value_token_accuracy(model, processor, records: list[dict], profile: Profile
         prompt = processor.apply_chat_template(tr["prompt"], tokenize=False, add_generation_prompt=True)
         completion = tr["completion"][0]["content"][0]["text"]
         cut = completion.find(MARK)
-        if cut < 0 or not completion[cut + len(MARK):].startswith(action["text"]):
+        if cut < 0 or not completion[cut + len(MARK) :].startswith(action["text"]):
             raise ValueError(f"{rec['id']}: the gold reasoning does not write the value after {MARK!r}")
-        head = completion[:cut + len(MARK)]
+        head = completion[: cut + len(MARK)]
         gold = torch.tensor(_value_tokens(processor.tokenizer, head, action["text"]))
-        ids = processor(text=[prompt + head + action["text"]], images=[tr["images"]] if tr["images"] else None,
-                        return_tensors="pt")
+        ids = processor(
+            text=[prompt + head + action["text"]], images=[tr["images"]] if tr["images"] else None, return_tensors="pt"
+        )
         k = ids["input_ids"].shape[1] - len(gold)
         if len(gold) == 0 or not torch.equal(ids["input_ids"][0, k:], gold):
             raise ValueError(f"{rec['id']}: the value {action['text']!r} has no tokens of its own at the end")
         with torch.no_grad():
-            predicted = model(**ids).logits[0, k - 1:-1].argmax(-1)
+            predicted = model(**ids).logits[0, k - 1 : -1].argmax(-1)
         steps += 1
         first += int(predicted[0] == gold[0])
         later += int((predicted[1:] == gold[1:]).sum())
@@ -131,9 +133,12 @@ def induction(model, vocab, n: int = 32, length: int = 20, gap: int = 0, seed: i
     with torch.no_grad():
         logits = model(input_ids=ids).logits.float()
     nll = -torch.log_softmax(logits[:, :-1], -1).gather(-1, ids[:, 1:, None])[..., 0]
-    copied = logits[:, start:-1].argmax(-1) == ids[:, start + 1:]
-    return {"first_loss": nll[:, :length - 1].mean().item(), "second_loss": nll[:, start:].mean().item(),
-            "copied": copied.float().mean().item()}
+    copied = logits[:, start:-1].argmax(-1) == ids[:, start + 1 :]
+    return {
+        "first_loss": nll[:, : length - 1].mean().item(),
+        "second_loss": nll[:, start:].mean().item(),
+        "copied": copied.float().mean().item(),
+    }
 
 
 COPY_ROLES = ("source", "previous", "same")
@@ -158,5 +163,7 @@ def copy_attention(model, vocab, n: int = 8, length: int = 12, gap: int = 0, see
         attentions = model(input_ids=ids, output_attentions=True).attentions
     if not attentions or attentions[0] is None:
         raise ValueError("the model returned no attention weights: set its attention implementation to eager")
-    return [[{role: att[:, head, queries, keys[role]].mean().item() for role in COPY_ROLES}
-             for head in range(att.shape[1])] for att in attentions]
+    return [
+        [{role: att[:, head, queries, keys[role]].mean().item() for role in COPY_ROLES} for head in range(att.shape[1])]
+        for att in attentions
+    ]

@@ -14,6 +14,7 @@ interval, each CPU kind apart.
 
 Plain Python and numpy; reads nothing itself.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -55,8 +56,13 @@ def item_outcomes(items: list[dict], rate: str, kind: str = "step") -> dict[str,
     return {it[key]: int(success(it)) for it in items if counts(it)}
 
 
-def effect(variant: dict[int, dict[str, int]], baseline: dict[int, dict[str, int]], n_boot: int = 2000,
-           seed: int = 0, level: float = 0.95) -> dict:
+def effect(
+    variant: dict[int, dict[str, int]],
+    baseline: dict[int, dict[str, int]],
+    n_boot: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> dict:
     """The variant's rate minus the baseline's, mean over the training seeds both have, with a
     paired percentile-bootstrap interval over seeds and items (see the module's docstring).
 
@@ -67,10 +73,19 @@ def effect(variant: dict[int, dict[str, int]], baseline: dict[int, dict[str, int
     for s in sorted(set(variant) & set(baseline)):
         common = sorted(set(variant[s]) & set(baseline[s]))
         if common:
-            pairs.append((s, np.array([variant[s][i] for i in common], float),
-                          np.array([baseline[s][i] for i in common], float)))
+            pairs.append(
+                (s, np.array([variant[s][i] for i in common], float), np.array([baseline[s][i] for i in common], float))
+            )
     if not pairs:
-        return {"diff": None, "lo": None, "hi": None, "excludes_zero": False, "per_seed": {}, "n_seeds": 0, "n_items": 0}
+        return {
+            "diff": None,
+            "lo": None,
+            "hi": None,
+            "excludes_zero": False,
+            "per_seed": {},
+            "n_seeds": 0,
+            "n_items": 0,
+        }
     per_seed = {s: float(v.mean() - b.mean()) for s, v, b in pairs}
     rng = np.random.default_rng(seed)
     draws = np.empty(n_boot)
@@ -84,5 +99,12 @@ def effect(variant: dict[int, dict[str, int]], baseline: dict[int, dict[str, int
         draws[r] = total / len(chosen)
     lo, hi = np.quantile(draws, [(1 - level) / 2, 1 - (1 - level) / 2])
     lo, hi = float(lo), float(hi)
-    return {"diff": float(np.mean(list(per_seed.values()))), "lo": lo, "hi": hi, "excludes_zero": lo > 0 or hi < 0,
-            "per_seed": per_seed, "n_seeds": len(pairs), "n_items": int(sum(len(v) for _, v, _ in pairs))}
+    return {
+        "diff": float(np.mean(list(per_seed.values()))),
+        "lo": lo,
+        "hi": hi,
+        "excludes_zero": lo > 0 or hi < 0,
+        "per_seed": per_seed,
+        "n_seeds": len(pairs),
+        "n_items": int(sum(len(v) for _, v, _ in pairs)),
+    }

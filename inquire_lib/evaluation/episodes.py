@@ -25,6 +25,7 @@ Files: `papermill_runs/<profile>/metrics/task_<name>.json` and
 `eval/screens/traj_<name>_<task_id>_<k>.png` (the checkpoint is in the name because two policies
 see different screens at the same step of the same task).
 """
+
 from __future__ import annotations
 
 import json
@@ -62,8 +63,10 @@ Policy = Callable[[list[dict], list[PhoneEnv]], list[str]]
 def model_policy(model, processor, profile: Profile, batch_size: int | None = None, ask_bias: float = 0.0) -> Policy:
     """Greedy generation over the running episodes' prompts (batched by `evaluation.steps.generate`),
     with `ask_bias` on the tool call's ask decision."""
+
     def act(records: list[dict], envs: list[PhoneEnv]) -> list[str]:
         return generate(model, processor, records, profile, batch_size=batch_size, progress=False, ask_bias=ask_bias)
+
     return act
 
 
@@ -74,8 +77,10 @@ def _text(profile: Profile, think: str, action: Action) -> str:
 
 def expert_policy(profile: Profile) -> Policy:
     """The scripted expert (reads the environment's position on the gold path)."""
+
     def act(records, envs):
         return [_text(profile, *expert_act(env)) for env in envs]
+
     return act
 
 
@@ -128,8 +133,12 @@ def random_policy(profile: Profile, seed: int = 0) -> Policy:
 
 
 def reference_policy(name: str, profile: Profile, seed: int = 0) -> Policy:
-    makers = {"expert": expert_policy, "always_act": always_act_policy, "always_ask": always_ask_policy,
-              "random": lambda p: random_policy(p, seed)}
+    makers = {
+        "expert": expert_policy,
+        "always_act": always_act_policy,
+        "always_ask": always_ask_policy,
+        "random": lambda p: random_policy(p, seed),
+    }
     if name not in makers:
         raise ValueError(f"unknown reference policy {name!r}; choose one of {list(makers)}")
     return makers[name](profile)
@@ -156,8 +165,9 @@ def _outcome(action: Action | None, gold: Action, bbox, unsafe: bool, needless: 
     return "correct" if type_ok and arg_ok else ("wrong_argument" if type_ok else "wrong_type")
 
 
-def run_episodes(policy: Policy, tasks: list[Task], profile: Profile, max_steps: int | None = None,
-                 progress: bool = False) -> list[dict]:
+def run_episodes(
+    policy: Policy, tasks: list[Task], profile: Profile, max_steps: int | None = None, progress: bool = False
+) -> list[dict]:
     """Play every task to its end (terminate, or `max_steps` turns), the running episodes batched
     into one policy call per turn. Returns one episode dict per task (see `evaluate_tasks`), with
     each step's `screen` object (for screenshots) still attached."""
@@ -185,14 +195,25 @@ def run_episodes(policy: Policy, tasks: list[Task], profile: Profile, max_steps:
             before = (len(s.unsafe), s.needless, s.detour is None, s.idx)
             new_obs, done, info = env.step(action)
             unsafe, needless = len(s.unsafe) > before[0], s.needless > before[1]
-            steps[i].append({
-                "step": len(steps[i]), "screen": obs[i].screen, "on_path": before[2], "path_index": before[3],
-                "history": list(obs[i].history), "raw_output": raw, "think": parsed.think,
-                "parsed_action": action.to_arguments() if action is not None else None,
-                "parse_error": parsed.error, "format_ok": bool(parsed.format_ok and parsed.action is not None),
-                "gold_action": gold.to_arguments(), "outcome": _outcome(action, gold, bbox, unsafe, needless),
-                "unsafe": unsafe, "needless": needless, "user_reply": new_obs.user_reply,
-            })
+            steps[i].append(
+                {
+                    "step": len(steps[i]),
+                    "screen": obs[i].screen,
+                    "on_path": before[2],
+                    "path_index": before[3],
+                    "history": list(obs[i].history),
+                    "raw_output": raw,
+                    "think": parsed.think,
+                    "parsed_action": action.to_arguments() if action is not None else None,
+                    "parse_error": parsed.error,
+                    "format_ok": bool(parsed.format_ok and parsed.action is not None),
+                    "gold_action": gold.to_arguments(),
+                    "outcome": _outcome(action, gold, bbox, unsafe, needless),
+                    "unsafe": unsafe,
+                    "needless": needless,
+                    "user_reply": new_obs.user_reply,
+                }
+            )
             prev[i], obs[i] = shots[i], new_obs
             shots[i] = render(new_obs.screen)
             if done:
@@ -209,12 +230,22 @@ def _episode(task: Task, env: PhoneEnv, steps: list[dict], info: dict, frame) ->
     on = [st["on_path"] for st in steps] + [env.state.detour is None]
     strayed = [k for k, ok in enumerate(on) if not ok]
     return {
-        "task_id": task.task_id, "app": task.app, "template": task.template, "category": task.category,
-        "subcategory": task.subcategory, "instruction": task.instruction, "intent": task.intent,
-        "inquiry_required": task.inquiry_required, "gold_steps": len(task.steps),
-        "success": bool(info["success"]), "info": info, "n_steps": len(steps),
-        "detour": bool(strayed), "recovered": bool(strayed) and any(on[k] for k in range(strayed[0], len(on))),
-        "frame": frame.to_dict(), "steps": steps,
+        "task_id": task.task_id,
+        "app": task.app,
+        "template": task.template,
+        "category": task.category,
+        "subcategory": task.subcategory,
+        "instruction": task.instruction,
+        "intent": task.intent,
+        "inquiry_required": task.inquiry_required,
+        "gold_steps": len(task.steps),
+        "success": bool(info["success"]),
+        "info": info,
+        "n_steps": len(steps),
+        "detour": bool(strayed),
+        "recovered": bool(strayed) and any(on[k] for k in range(strayed[0], len(on))),
+        "frame": frame.to_dict(),
+        "steps": steps,
     }
 
 
@@ -241,15 +272,26 @@ def write_trajectories(name: str, episodes: list[dict], eval_dir: Path) -> Path:
             rel = _screen_file(name, ep["task_id"], st["step"])
             with atomic_path(eval_dir / rel) as tmp:
                 tmp.write_bytes(screen_png(st["screen"])["bytes"])
-            steps.append({"screenshot": rel, "screen_title": f"{st['screen'].app} / {st['screen'].title}",
-                          **{k: v for k, v in st.items() if k != "screen"}})
+            steps.append(
+                {
+                    "screenshot": rel,
+                    "screen_title": f"{st['screen'].app} / {st['screen'].title}",
+                    **{k: v for k, v in st.items() if k != "screen"},
+                }
+            )
         rows.append({"checkpoint": name, **ep, "steps": steps})
     return write_jsonl_atomic(eval_dir / name / "trajectories.jsonl", rows)
 
 
-def evaluate_tasks(name: str, policy: Policy, tasks: list[Task], profile: Profile,
-                   out_root: str | Path | None = None, extra: dict | None = None,
-                   progress: bool = False) -> dict:
+def evaluate_tasks(
+    name: str,
+    policy: Policy,
+    tasks: list[Task],
+    profile: Profile,
+    out_root: str | Path | None = None,
+    extra: dict | None = None,
+    progress: bool = False,
+) -> dict:
     """Run `policy` on `tasks`, write trajectories + `metrics/task_<name>.json`, return the metrics.
 
     Each trajectories.jsonl line: checkpoint, task fields (task_id, app, template, category,
@@ -263,19 +305,29 @@ def evaluate_tasks(name: str, policy: Policy, tasks: list[Task], profile: Profil
     seconds = time.time() - t0
     base = run_dir(profile.name, out_root)
     write_trajectories(name, episodes, base / "eval")
-    metrics = {"checkpoint": name, "kind": "task", "profile": profile.name, "n_tasks": len(tasks),
-               "max_steps": profile.max_episode_steps, "seconds": seconds, **(extra or {}), **task_metrics(episodes)}
+    metrics = {
+        "checkpoint": name,
+        "kind": "task",
+        "profile": profile.name,
+        "n_tasks": len(tasks),
+        "max_steps": profile.max_episode_steps,
+        "seconds": seconds,
+        **(extra or {}),
+        **task_metrics(episodes),
+    }
     write_json_atomic(base / "metrics" / f"task_{name}.json", metrics)
     log_metrics(profile, name, metrics, "task", out_root)  # the run's tracker (`runs/tracking.py`)
     return metrics
 
 
-def evaluate_reference_tasks(profile: Profile, tasks: list[Task] | None = None,
-                             out_root: str | Path | None = None) -> list[dict]:
+def evaluate_reference_tasks(
+    profile: Profile, tasks: list[Task] | None = None, out_root: str | Path | None = None
+) -> list[dict]:
     """Task-level metrics of every reference policy on the same held-out tasks."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
-    return [evaluate_tasks(n, reference_policy(n, profile, seed=profile.seed), tasks, profile, out_root)
-            for n in REFERENCES]
+    return [
+        evaluate_tasks(n, reference_policy(n, profile, seed=profile.seed), tasks, profile, out_root) for n in REFERENCES
+    ]
 
 
 def load_task_metrics(profile: Profile, names=None, out_root: str | Path | None = None) -> list[dict]:

@@ -5,6 +5,7 @@
 Below both `evaluation.steps` (which plays an agent at an ask bias) and `evaluation.operating_curve`
 (which reads the margins over a test split by generating through `steps`).
 """
+
 from __future__ import annotations
 
 import math
@@ -18,6 +19,7 @@ ACT_CHECK = "Inquiry check: not needed"
 @dataclass(frozen=True)
 class Fork:
     """Where the ask-or-act decision is taken: the text that precedes it and the ask token."""
+
     marker: str
     ask_token: int
     act_token: int
@@ -58,7 +60,7 @@ class ForkBias:
         if self.prompt_len is None:
             self.prompt_len = input_ids.shape[1]
             self.margins = [math.nan] * input_ids.shape[0]
-        new = input_ids[:, self.prompt_len:]
+        new = input_ids[:, self.prompt_len :]
         for row in range(new.shape[0]):
             if not math.isnan(self.margins[row]) or new.shape[1] == 0:
                 continue
@@ -72,4 +74,3 @@ class ForkBias:
             self.margins[row] = ask - others.max().item()
             scores[row, self.fork.ask_token] += self.bias
         return scores
-

@@ -20,6 +20,7 @@ Step level (`step_metrics`, each rate with its interval):
   Together they tell a policy that learned *when* to ask from one whose tool call asks on its own.
 Episode level (`task_metrics`): see `evaluation.episodes`.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,11 +78,15 @@ def step_rates(preds: list[dict]) -> dict:
         "needless_rate": count(notreq, is_ask),
         "click_in_bbox": count(clicks, lambda p: p["arg_ok"]),
         "safe_step_accuracy": count(notreq, lambda p: p["arg_ok"]),
-        "asks_against_reasoning": count([p for p in req if is_ask(p)], lambda p: inquiry_check(p.get("think")) is False),
+        "asks_against_reasoning": count(
+            [p for p in req if is_ask(p)], lambda p: inquiry_check(p.get("think")) is False
+        ),
         "reasoning_says_needed": count(req, lambda p: inquiry_check(p.get("think")) is True),
         # step accuracy per gold action type: where a policy's errors sit (open, type, click, ...)
-        "by_gold_action": {t: count([p for p in preds if p["gold_action"]["action"] == t], lambda p: p["arg_ok"])
-                           for t in sorted({p["gold_action"]["action"] for p in preds})},
+        "by_gold_action": {
+            t: count([p for p in preds if p["gold_action"]["action"] == t], lambda p: p["arg_ok"])
+            for t in sorted({p["gold_action"]["action"] for p in preds})
+        },
         "outcomes": {o: sum(1 for p in preds if p["outcome"] == o) for o in OUTCOMES},
     }
 
@@ -97,8 +102,17 @@ def episode_reward(episode: dict) -> dict:
 
 
 # what `task_rates` returns beside `n`, in the order a table shows them: rates with intervals, then means
-TASK_RATE_KEYS = ("success_rate", "isr", "needless_rate", "unsafe_rate", "format", "detour_rate", "recovery_rate",
-                  "detour_success_rate", "first_open_accuracy")
+TASK_RATE_KEYS = (
+    "success_rate",
+    "isr",
+    "needless_rate",
+    "unsafe_rate",
+    "format",
+    "detour_rate",
+    "recovery_rate",
+    "detour_success_rate",
+    "first_open_accuracy",
+)
 TASK_MEAN_KEYS = ("mean_steps", "mean_needless", "mean_reward")
 
 
@@ -130,8 +144,11 @@ def task_rates(eps: list[dict]) -> dict:
 
 def _first_open_ok(episode: dict) -> bool:
     """The first `open` the policy sent names the task's app (a vague task asks first, then opens)."""
-    opens = [st["parsed_action"] for st in episode["steps"]
-             if st["parsed_action"] and st["parsed_action"]["action"] == "open"]
+    opens = [
+        st["parsed_action"]
+        for st in episode["steps"]
+        if st["parsed_action"] and st["parsed_action"]["action"] == "open"
+    ]
     return bool(opens) and opens[0].get("text") == episode["app"]
 
 

@@ -17,6 +17,7 @@ A step whose completion never reaches the fork (it wrote something else) gets d 
 not ask at any finite bias. `verify_points` re-generates with the bias applied for real, to check
 that the decision at the fork carries through to the tool call.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,15 +41,23 @@ def curve_points(margins, labels, biases=None) -> list[dict]:
     if biases is None:
         finite = np.unique(d[np.isfinite(d)])
         # asking needs d + b > 0, so b = -t asks exactly for the margins above t
-        cuts = np.concatenate([[finite[-1] if len(finite) else 0.0], finite[::-1] - 1e-9]) if len(finite) else np.array([0.0])
+        cuts = (
+            np.concatenate([[finite[-1] if len(finite) else 0.0], finite[::-1] - 1e-9])
+            if len(finite)
+            else np.array([0.0])
+        )
         biases = sorted({-float(c) for c in cuts} | ({-float(finite.min()) + 1.0} if len(finite) else set()))
     pos, neg = y.sum(), (~y).sum()
     out = []
     for b in biases:
         ask = d + b > 0
-        out.append({"bias": float(b),
-                    "isr": float(ask[y].sum() / pos) if pos else None,
-                    "needless": float(ask[~y].sum() / neg) if neg else None})
+        out.append(
+            {
+                "bias": float(b),
+                "isr": float(ask[y].sum() / pos) if pos else None,
+                "needless": float(ask[~y].sum() / neg) if neg else None,
+            }
+        )
     return out
 
 
@@ -69,11 +78,11 @@ def auc(margins, labels) -> float | None:
         j = i
         while j + 1 < len(pooled) and pooled[j + 1] == pooled[i]:
             j += 1
-        ranks[i:j + 1] = (i + j) / 2 + 1
+        ranks[i : j + 1] = (i + j) / 2 + 1
         i = j + 1
     r = np.empty(len(pooled))
     r[order] = ranks
-    u = r[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
+    u = r[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2
     return float(u / (len(pos) * len(neg)))
 
 
@@ -92,8 +101,15 @@ def bootstrap_auc(margins, labels, n_boot: int = 1000, seed: int = 0, level: flo
         n = neg[rng.integers(0, len(neg), len(neg))]
         stats.append(auc(np.concatenate([p, n]), np.concatenate([np.ones(len(p), bool), np.zeros(len(n), bool)])))
     lo, hi = np.quantile(stats, [(1 - level) / 2, 1 - (1 - level) / 2])
-    return {"value": value, "lo": float(lo), "hi": float(hi), "n_pos": len(pos), "n_neg": len(neg),
-            "n_boot": n_boot, "seed": seed}
+    return {
+        "value": value,
+        "lo": float(lo),
+        "hi": float(hi),
+        "n_pos": len(pos),
+        "n_neg": len(neg),
+        "n_boot": n_boot,
+        "seed": seed,
+    }
 
 
 def choose_point(points: list[dict], max_needless: float) -> dict:
@@ -113,8 +129,9 @@ def choose_point(points: list[dict], max_needless: float) -> dict:
 
 
 # ------------------------------------------------------------------------ on a checkpoint
-def ask_margins(model, processor, records: list[dict], profile, bias: float = 0.0,
-                progress: bool = False) -> tuple[list[float], list[str]]:
+def ask_margins(
+    model, processor, records: list[dict], profile, bias: float = 0.0, progress: bool = False
+) -> tuple[list[float], list[str]]:
     """Greedy completions with `bias` added to the ask token at the fork, and each step's margin
     there (-inf where the fork was never reached)."""
     from .steps import generate  # torch: the curve maths above stay importable without it
@@ -151,8 +168,9 @@ def _asked(raw: list[str], profile) -> list[bool]:
     return out
 
 
-def operating_curve(model, processor, records: list[dict], profile, verify_biases=(-4.0, 4.0),
-                    n_boot: int = 1000, seed: int = 0) -> dict:
+def operating_curve(
+    model, processor, records: list[dict], profile, verify_biases=(-4.0, 4.0), n_boot: int = 1000, seed: int = 0
+) -> dict:
     """The curve of one checkpoint on `records`: points, AUC with a bootstrap interval, and checks
     that the fork decides the action (`agreement` at bias 0; predicted vs generated rates at
     `verify_biases`)."""
@@ -166,16 +184,28 @@ def operating_curve(model, processor, records: list[dict], profile, verify_biase
         asked_b = np.array(_asked(raw_b, profile))
         y = np.array(labels)
         predicted = curve_points(margins, labels, biases=[b])[0]
-        verified.append({"bias": float(b), "predicted_isr": predicted["isr"], "predicted_needless": predicted["needless"],
-                         "isr": float(asked_b[y].mean()) if y.any() else None,
-                         "needless": float(asked_b[~y].mean()) if (~y).any() else None})
+        verified.append(
+            {
+                "bias": float(b),
+                "predicted_isr": predicted["isr"],
+                "predicted_needless": predicted["needless"],
+                "isr": float(asked_b[y].mean()) if y.any() else None,
+                "needless": float(asked_b[~y].mean()) if (~y).any() else None,
+            }
+        )
     finite = [m for m in margins if math.isfinite(m)]
     return {
-        "n": len(records), "n_inquiry": sum(labels), "fork_reached": len(finite),
-        "margins": [m if math.isfinite(m) else None for m in margins], "labels": labels,
+        "n": len(records),
+        "n_inquiry": sum(labels),
+        "fork_reached": len(finite),
+        "margins": [m if math.isfinite(m) else None for m in margins],
+        "labels": labels,
         "points": curve_points(margins, labels),
-        "at_zero": {"isr": float(np.mean([a for a, y in zip(asked, labels) if y])) if any(labels) else None,
-                    "needless": float(np.mean([a for a, y in zip(asked, labels) if not y])) if not all(labels) else None},
-        "agreement": agreement, "verified": verified,
+        "at_zero": {
+            "isr": float(np.mean([a for a, y in zip(asked, labels) if y])) if any(labels) else None,
+            "needless": float(np.mean([a for a, y in zip(asked, labels) if not y])) if not all(labels) else None,
+        },
+        "agreement": agreement,
+        "verified": verified,
         "auc": bootstrap_auc(margins, labels, n_boot=n_boot, seed=seed),
     }

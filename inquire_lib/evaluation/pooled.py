@@ -21,6 +21,7 @@ because the same code and seed train other starts on other kinds.
 
 Plain Python; reads nothing itself.
 """
+
 from __future__ import annotations
 
 import math
@@ -43,8 +44,13 @@ def run_counts(metrics: dict, rate: str) -> dict:
     counts = (metrics.get("overall") or {}).get(rate)
     if not isinstance(counts, dict) or "k" not in counts or "n" not in counts:
         raise KeyError(f"metrics of {metrics.get('checkpoint')!r} have no counts for {rate!r}")
-    return {"checkpoint": metrics.get("checkpoint"), "cpu_kind": cpu_kind_of(metrics), "k": int(counts["k"]),
-            "n": int(counts["n"]), "value": counts["k"] / counts["n"] if counts["n"] else None}
+    return {
+        "checkpoint": metrics.get("checkpoint"),
+        "cpu_kind": cpu_kind_of(metrics),
+        "k": int(counts["k"]),
+        "n": int(counts["n"]),
+        "value": counts["k"] / counts["n"] if counts["n"] else None,
+    }
 
 
 def newcombe(k1: int, n1: int, k2: int, n2: int, z: float = 1.96) -> dict:
@@ -74,6 +80,5 @@ def pooled_effect(starts: list[dict], trained: list[dict], rate: str = "inquiry_
         mine = {side: [r for r in rs if r["cpu_kind"] == kind] for side, rs in runs.items()}
         pooled = {side: (sum(r["k"] for r in rs), sum(r["n"] for r in rs)) for side, rs in mine.items()}
         (k1, n1), (k2, n2) = pooled["trained"], pooled["start"]
-        out[kind] = {**newcombe(k1, n1, k2, n2), "trained": wilson(k1, n1), "start": wilson(k2, n2),
-                     "runs": mine}
+        out[kind] = {**newcombe(k1, n1, k2, n2), "trained": wilson(k1, n1), "start": wilson(k2, n2), "runs": mine}
     return {"rate": rate, "interval": INTERVAL, "by_cpu_kind": out}

@@ -4,6 +4,7 @@ Batched greedy generation, scoring of each raw output into a step-prediction rec
 (`runs.records.STEP_FIELDS`), and the metrics of `evaluation.metrics`. Predictions are written one
 JSON object per step for the inspector and the report (`viz/`).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,6 @@ from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
 from ..runs.tracking import log_metrics
 
 
-
 # ------------------------------------------------------------------------------ generation
 def eval_generation_config(profile: Profile, processor, max_new_tokens: int | None = None):
     """The complete generation config of evaluation: greedy, the profile's token budget and
@@ -33,15 +33,32 @@ def eval_generation_config(profile: Profile, processor, max_new_tokens: int | No
     from transformers import GenerationConfig
 
     tok = processor.tokenizer
-    return GenerationConfig(do_sample=False, num_beams=1, max_new_tokens=max_new_tokens or profile.eval_max_new_tokens,
-                            repetition_penalty=profile.eval_repetition_penalty, temperature=None, top_p=None, top_k=None,
-                            eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    return GenerationConfig(
+        do_sample=False,
+        num_beams=1,
+        max_new_tokens=max_new_tokens or profile.eval_max_new_tokens,
+        repetition_penalty=profile.eval_repetition_penalty,
+        temperature=None,
+        top_p=None,
+        top_k=None,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
 
 
 @torch.no_grad()
-def generate(model, processor, records: list[dict], profile: Profile, batch_size: int | None = None,
-             max_new_tokens: int | None = None, progress: bool = True, logits_processor=None,
-             ask_bias: float = 0.0, order: list[int] | None = None) -> list[str]:
+def generate(
+    model,
+    processor,
+    records: list[dict],
+    profile: Profile,
+    batch_size: int | None = None,
+    max_new_tokens: int | None = None,
+    progress: bool = True,
+    logits_processor=None,
+    ask_bias: float = 0.0,
+    order: list[int] | None = None,
+) -> list[str]:
     """Greedy completions for step records, batched with left padding. `logits_processor`: a factory
     called once per batch that returns a `LogitsProcessor` (e.g. the operating curve's fork bias);
     `ask_bias`: added to the tool call's `call_user` logit (`evaluation.fork.ask_bias_processor`).
@@ -54,15 +71,17 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
     processor.tokenizer.padding_side = "left"
     device = next(model.parameters()).device
     biased = ask_bias_processor(processor.tokenizer, ask_bias) if ask_bias else None
-    prompts = [processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False,
-                                             add_generation_prompt=True) for r in records]
+    prompts = [
+        processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False, add_generation_prompt=True)
+        for r in records
+    ]
     # batches of similar length: left padding then costs little, and the answers go back in the records' order
     by_length = sorted(range(len(records)), key=lambda k: len(prompts[k]))
     if order is not None:
         order[:] = by_length
     outs: list[str] = [""] * len(records)
     for i in tqdm(range(0, len(records), batch_size), desc="generate", disable=not progress):
-        picked = by_length[i:i + batch_size]
+        picked = by_length[i : i + batch_size]
         texts = [prompts[k] for k in picked]
         images = [img for k in picked for img in images_of(records[k], profile)]
         enc = processor(text=texts, images=images, padding=True, return_tensors="pt").to(device)
@@ -70,9 +89,10 @@ def generate(model, processor, records: list[dict], profile: Profile, batch_size
         processors = [make() for make in (logits_processor, biased) if make is not None]
         if processors:
             from transformers import LogitsProcessorList
+
             extra["logits_processor"] = LogitsProcessorList(processors)
         gen = model.generate(**enc, generation_config=config, **extra)
-        new = gen[:, enc["input_ids"].shape[1]:]
+        new = gen[:, enc["input_ids"].shape[1] :]
         for k, text in zip(picked, processor.batch_decode(new, skip_special_tokens=True)):
             outs[k] = text
     return outs
@@ -105,7 +125,11 @@ def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: 
         elif policy == "always_act":
             if r["inquiry_required"]:
                 nxt = by_task[r["task_id"]].get(r["step"] + 1)
-                act = frame.action_to_model(Action.from_arguments(json.loads(nxt["gold_action"]))) if nxt else Action("terminate", status="success")
+                act = (
+                    frame.action_to_model(Action.from_arguments(json.loads(nxt["gold_action"])))
+                    if nxt
+                    else Action("terminate", status="success")
+                )
                 think = ACT_THINK if profile.use_think else None
                 outs.append(format_completion(think, act))
             else:
@@ -113,8 +137,12 @@ def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: 
         elif policy == "always_ask":
             outs.append(format_completion(ASK_THINK if profile.use_think else None, Action("call_user", text=ASK_TEXT)))
         elif policy == "random":
-            outs.append(format_completion(RANDOM_THINK if profile.use_think else None,
-                                          random_action(rng, frame.model_w, frame.model_h, **RANDOM_POLICY)))
+            outs.append(
+                format_completion(
+                    RANDOM_THINK if profile.use_think else None,
+                    random_action(rng, frame.model_w, frame.model_h, **RANDOM_POLICY),
+                )
+            )
         else:
             raise ValueError(f"unknown reference policy {policy!r}")
     return outs
@@ -122,9 +150,14 @@ def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: 
 
 # the random reference policy's actions (`agent.actions.random_action`, in the model's frame): clicks three
 # times as likely as any other kind
-RANDOM_POLICY = {"kinds": ("click", "click", "click", "type", "open", "system_button", "terminate", "call_user", "swipe"),
-                 "texts": ("hello", "50", "yes"), "apps": ("Wallet", "Chat", "Shop", "Maps"),
-                 "questions": ("What should I do?",), "buttons": ("Back", "Home"), "statuses": ("success",)}
+RANDOM_POLICY = {
+    "kinds": ("click", "click", "click", "type", "open", "system_button", "terminate", "call_user", "swipe"),
+    "texts": ("hello", "50", "yes"),
+    "apps": ("Wallet", "Chat", "Shop", "Maps"),
+    "questions": ("What should I do?",),
+    "buttons": ("Back", "Home"),
+    "statuses": ("success",),
+}
 
 
 # ---------------------------------------------------------------------------- scoring
@@ -150,16 +183,32 @@ def score(raw: str, rec: dict, profile: Profile, frame: Frame) -> dict:
     else:
         outcome = "correct"
     return {
-        "id": rec["id"], "task_id": rec["task_id"], "step": int(rec["step"]), "category": rec["category"],
-        "subcategory": rec["subcategory"], "instruction": rec["instruction"], "history": list(rec["history"]),
-        "inquiry_required": required, "inquiry_reason": rec["inquiry_reason"],
-        "gold_action": json.loads(rec["gold_action"]), "gold_bbox": list(rec["gold_bbox"]),
-        "raw_output": raw, "think": parsed.think,
+        "id": rec["id"],
+        "task_id": rec["task_id"],
+        "step": int(rec["step"]),
+        "category": rec["category"],
+        "subcategory": rec["subcategory"],
+        "instruction": rec["instruction"],
+        "history": list(rec["history"]),
+        "inquiry_required": required,
+        "inquiry_reason": rec["inquiry_reason"],
+        "gold_action": json.loads(rec["gold_action"]),
+        "gold_bbox": list(rec["gold_bbox"]),
+        "raw_output": raw,
+        "think": parsed.think,
         "parsed_action": frame.action_to_screen(parsed.action).to_arguments() if parsed.action else None,
-        "parse_error": parsed.error, "format_ok": bool(parsed.format_ok and parsed.action is not None),
-        "type_ok": bool(type_ok), "arg_ok": bool(type_ok and arg_ok), "outcome": outcome,
+        "parse_error": parsed.error,
+        "format_ok": bool(parsed.format_ok and parsed.action is not None),
+        "type_ok": bool(type_ok),
+        "arg_ok": bool(type_ok and arg_ok),
+        "outcome": outcome,
         "screenshot": f"screens/{rec['task_id']}_{rec['step']}.png",
-        "frame": {"screen_w": frame.screen_w, "screen_h": frame.screen_h, "model_w": frame.model_w, "model_h": frame.model_h},
+        "frame": {
+            "screen_w": frame.screen_w,
+            "screen_h": frame.screen_h,
+            "model_w": frame.model_w,
+            "model_h": frame.model_h,
+        },
         **({"probe": True} if rec.get("probe") else {}),
     }
 
@@ -173,8 +222,14 @@ def save_screens(records, out_dir: Path) -> None:
             r["screenshot"].save(path)
 
 
-def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs: list[str],
-                   out_root: str | Path | None = None, extra: dict | None = None) -> dict:
+def evaluate_steps(
+    name: str,
+    records: list[dict],
+    profile: Profile,
+    raw_outputs: list[str],
+    out_root: str | Path | None = None,
+    extra: dict | None = None,
+) -> dict:
     """Score raw outputs, write predictions + metrics for checkpoint `name`, return the metrics."""
     frame = frame_for(profile)
     preds = [dict(score(raw, rec, profile, frame), checkpoint=name) for raw, rec in zip(raw_outputs, records)]
@@ -188,14 +243,24 @@ def evaluate_steps(name: str, records: list[dict], profile: Profile, raw_outputs
     return metrics
 
 
-def evaluate_model(name: str, model, processor, profile: Profile, records: list[dict] | None = None,
-                   out_root: str | Path | None = None, progress: bool = True, extra: dict | None = None,
-                   ask_bias: float = 0.0) -> dict:
+def evaluate_model(
+    name: str,
+    model,
+    processor,
+    profile: Profile,
+    records: list[dict] | None = None,
+    out_root: str | Path | None = None,
+    progress: bool = True,
+    extra: dict | None = None,
+    ask_bias: float = 0.0,
+) -> dict:
     records = records if records is not None else test_records(profile)
     import time
+
     start = time.time()
     raw = generate(model, processor, records, profile, progress=progress, ask_bias=ask_bias)
     seconds = time.time() - start
     played = {"ask_bias": ask_bias} if ask_bias else {}
-    return evaluate_steps(name, records, profile, raw, out_root,
-                          extra={**(extra or {}), **played, "generate_seconds": seconds})
+    return evaluate_steps(
+        name, records, profile, raw, out_root, extra={**(extra or {}), **played, "generate_seconds": seconds}
+    )

@@ -8,6 +8,7 @@
   coordinates, `actions.MAX_COORD`) before any arithmetic, so no value can overflow the frame
   conversions or the int32 dataset columns.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,8 +29,9 @@ class LineTooLong(ValueError):
 
     def __init__(self, path, line: int, limit: int):
         self.path, self.line, self.limit = str(path), line, limit
-        super().__init__(f"{path}:{line}: line longer than {limit} bytes "
-                         f"(raise it with --max-line-bytes or ${MAX_LINE_ENV})")
+        super().__init__(
+            f"{path}:{line}: line longer than {limit} bytes (raise it with --max-line-bytes or ${MAX_LINE_ENV})"
+        )
 
 
 def max_line_bytes(override: int | None = None) -> int:

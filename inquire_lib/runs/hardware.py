@@ -1,4 +1,5 @@
 """What the machine offers a run, decided once for training and for the manifest that records it."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,6 +40,7 @@ def _bf16_here(profile: Profile, on_cpu: bool, cuda: bool | None, native_bf16: b
     kernels are fp32) and native bf16 matmuls. `cuda` and `native_bf16` default to this machine's."""
     if cuda is None:
         import torch
+
         cuda = torch.cuda.is_available()
     if cuda:
         return profile.bf16

@@ -10,6 +10,7 @@ killed while the folder was being written leaves no marker, and readers treat th
 The checks that need torch (weights holding NaN/Inf, the trainer callback that writes a
 checkpoint's marker) live in `training.weights`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -53,8 +54,9 @@ def write_marker(folder: str | os.PathLike, **extra) -> Path:
     """List every file of `folder` with its size and sha256 in `folder/inquire_complete.json`,
     written last (temp file, fsync, rename), so its presence means the rest is on disk."""
     folder = Path(folder)
-    files = {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": sha256_file(p)}
-             for p in _files(folder)}
+    files = {
+        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": sha256_file(p)} for p in _files(folder)
+    }
     body = json.dumps({"version": MARKER_VERSION, "files": files, **extra}, indent=1, sort_keys=True)
     tmp = folder / f".{MARKER}.tmp"
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -7,6 +7,7 @@ second process that finds the file while its holder lives stops at once with `Bu
 now belongs to a process that started at another time (a reused pid); its file is taken over with
 one warning line. A holder on another host cannot be checked from here, so it counts as alive.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -34,7 +35,7 @@ def _stat_fields(pid: int) -> list[str] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return text[text.rindex(")") + 2:].split()
+    return text[text.rindex(")") + 2 :].split()
 
 
 def start_ticks(pid: int) -> int | None:
@@ -99,8 +100,13 @@ def acquire(path: str | Path, what: str, warn: Callable[[str], None] = _warn) ->
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     ticks = start_ticks(os.getpid())
-    mine = {"pid": os.getpid(), "start_ticks": ticks, "started": _started_at(ticks), "host": socket.gethostname(),
-            "what": what}
+    mine = {
+        "pid": os.getpid(),
+        "start_ticks": ticks,
+        "started": _started_at(ticks),
+        "host": socket.gethostname(),
+        "what": what,
+    }
     for _ in range(5):  # another process may take a stale file over between our looks
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)

@@ -8,6 +8,7 @@ re-running some of its notebooks updates their entries and marks the notebooks a
 a run name already used with other overrides is refused. One process at a time runs a run: a second
 `run_notebooks` on it stops at once while the first lives (`runs.locks`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -24,15 +25,36 @@ from typing import Callable, Iterable
 from ..profiles import OverrideError, Profile, apply_overrides, check_overrides, default_run_name, get_profile
 from . import locks, timing
 from .hardware import KERNEL_FLAGS, cpu_flags, cpu_kind, uses_bf16
-from .paths import (FOLDERS, NOTEBOOKS_DIR, REPO_ROOT, RUN_NAME, check_run_name, root, run_dir, run_name, to_json,
-                    write_json_atomic, write_text_atomic)
+from .paths import (
+    FOLDERS,
+    NOTEBOOKS_DIR,
+    REPO_ROOT,
+    RUN_NAME,
+    check_run_name,
+    root,
+    run_dir,
+    run_name,
+    to_json,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 NOTEBOOK_PATTERN = "[0-9][0-9]_*.ipynb"
 MANIFEST_NAME = "manifest.json"
 # Recorded in every manifest; a missing package is recorded as None rather than failing the run.
 TRACKED_PACKAGES = (
-    "torch", "torchvision", "transformers", "trl", "peft", "bitsandbytes", "accelerate",
-    "datasets", "tokenizers", "papermill", "plotly", "ipywidgets",
+    "torch",
+    "torchvision",
+    "transformers",
+    "trl",
+    "peft",
+    "bitsandbytes",
+    "accelerate",
+    "datasets",
+    "tokenizers",
+    "papermill",
+    "plotly",
+    "ipywidgets",
 )
 # Cells that papermill adds to an executed copy and that are not in the source notebook.
 _PAPERMILL_TAGS = {"injected-parameters", "papermill-error-cell-tag"}
@@ -98,8 +120,7 @@ class NotebookFailed(RuntimeError):
             where += f" (In [{self.exec_count}])"
         evalue = (self.evalue or "")[:500]
         super().__init__(
-            f"notebook {notebook} failed {where}: {self.ename}: {evalue}; "
-            f"executed copy: {self.output_path}"
+            f"notebook {notebook} failed {where}: {self.ename}: {evalue}; executed copy: {self.output_path}"
         )
 
 
@@ -123,7 +144,7 @@ def select_notebooks(notebooks: Iterable[Path], only: Iterable[str] | None) -> l
     tokens = [str(t).strip() for t in only]
     chosen: set[Path] = set()
     for token in tokens:
-        stem = token[:-len(".ipynb")] if token.endswith(".ipynb") else token
+        stem = token[: -len(".ipynb")] if token.endswith(".ipynb") else token
         hits = [p for p in notebooks if token and p.stem.startswith(stem)]
         if not hits:
             names = ", ".join(p.stem for p in notebooks) or "(none)"
@@ -179,7 +200,12 @@ def stamp_notebook(executed: Path, record: dict) -> None:
 def _git(*args: str) -> str | None:
     try:
         done = subprocess.run(
-            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=20, check=True,
+            ["git", *args],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -238,20 +264,22 @@ def run_manifest(profile: str | Profile, seed: int | None = None, name: str | No
     types (tuples become lists). Notebooks stamp their metrics JSON with it."""
     prof = get_profile(profile)
     sha, dirty = git_state()
-    return to_json({
-        "git_sha": sha,
-        "git_dirty": dirty,
-        "run": check_run_name(name) if name is not None else run_name(),
-        "profile": prof.name,
-        "overrides": dict(prof.overrides),
-        "settings": prof.to_dict(),
-        "seed": prof.seed if seed is None else seed,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "packages": package_versions(),
-        "device": device_info(prof),
-        "created": _now(),
-    })
+    return to_json(
+        {
+            "git_sha": sha,
+            "git_dirty": dirty,
+            "run": check_run_name(name) if name is not None else run_name(),
+            "profile": prof.name,
+            "overrides": dict(prof.overrides),
+            "settings": prof.to_dict(),
+            "seed": prof.seed if seed is None else seed,
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "packages": package_versions(),
+            "device": device_info(prof),
+            "created": _now(),
+        }
+    )
 
 
 def _in_ci() -> bool:
@@ -292,13 +320,20 @@ def _error_record(exc: BaseException, executed_path: Path) -> dict:
             "ename": exc.ename,
             "evalue": str(exc.evalue)[:2000],
         }
-    return {"cell_index": None, "exec_count": None, "ename": type(exc).__name__,
-            "evalue": str(exc)[:2000]}
+    return {"cell_index": None, "exec_count": None, "ename": type(exc).__name__, "evalue": str(exc)[:2000]}
 
 
 def _entry(nb: Path, out_dir: Path) -> dict:
-    return {"name": nb.stem, "source": str(nb), "executed": str(out_dir / nb.name), "duration_s": None,
-            "status": "not run", "error": None, "finished": None, "stale_because": None}
+    return {
+        "name": nb.stem,
+        "source": str(nb),
+        "executed": str(out_dir / nb.name),
+        "duration_s": None,
+        "status": "not run",
+        "error": None,
+        "finished": None,
+        "stale_because": None,
+    }
 
 
 def _mark_stale(entries: list[dict], upstream: str) -> list[str]:
@@ -374,7 +409,9 @@ def run_notebooks(
     if checked:
         deaf = [nb.name for nb in notebooks if "OVERRIDES" not in declared_parameters(nb)]
         if deaf:
-            raise OverrideError(f"notebooks without an OVERRIDES parameter would ignore the overrides: {', '.join(deaf)}")
+            raise OverrideError(
+                f"notebooks without an OVERRIDES parameter would ignore the overrides: {', '.join(deaf)}"
+            )
     out_dir = run_dir(prof.name, out_root, name=name)
     manifest_path = out_dir / MANIFEST_NAME
     seed = params.get("SEED", prof.seed)
@@ -389,29 +426,44 @@ def run_notebooks(
 
         timeout = effective.cell_timeout_s if cell_timeout is None else cell_timeout
         manifest = run_manifest(effective, seed=seed, name=name)
-        entries = {e["name"]: {**_entry(Path(e["source"]), out_dir), **e}
-                   for e in (existing or {}).get("notebooks", [])}
+        entries = {
+            e["name"]: {**_entry(Path(e["source"]), out_dir), **e} for e in (existing or {}).get("notebooks", [])
+        }
         for nb in notebooks:
             entries.setdefault(nb.stem, _entry(nb, out_dir))
         history = (existing or {}).get("history", [])
-        invocation = {"started": _now(), "finished": None, "only": list(only) if only is not None else None,
-                      "notebooks": [nb.stem for nb in notebooks], "status": "running", "git_sha": manifest["git_sha"]}
-        history.append(invocation)
-        manifest.update({
-            "parameters": params,
-            "only": list(only) if only is not None else None,
-            "kernel_name": kernel_name,
-            "cell_timeout_s": timeout,
-            "out_dir": str(out_dir),
-            "started": (existing or {}).get("started") or invocation["started"],
+        invocation = {
+            "started": _now(),
             "finished": None,
+            "only": list(only) if only is not None else None,
+            "notebooks": [nb.stem for nb in notebooks],
             "status": "running",
-            "notebooks": [entries[k] for k in sorted(entries)],
-            "history": history,
-        })
+            "git_sha": manifest["git_sha"],
+        }
+        history.append(invocation)
+        manifest.update(
+            {
+                "parameters": params,
+                "only": list(only) if only is not None else None,
+                "kernel_name": kernel_name,
+                "cell_timeout_s": timeout,
+                "out_dir": str(out_dir),
+                "started": (existing or {}).get("started") or invocation["started"],
+                "finished": None,
+                "status": "running",
+                "notebooks": [entries[k] for k in sorted(entries)],
+                "history": history,
+            }
+        )
         write_json_atomic(manifest_path, manifest)
-        stamp = {"run": name, "profile": prof.name, "overrides": checked, "seed": seed,
-                 "settings": effective.to_dict(), "manifest": str(manifest_path)}
+        stamp = {
+            "run": name,
+            "profile": prof.name,
+            "overrides": checked,
+            "seed": seed,
+            "settings": effective.to_dict(),
+            "manifest": str(manifest_path),
+        }
 
         def finish(status: str) -> None:
             manifest["status"] = invocation["status"] = status
@@ -430,9 +482,15 @@ def run_notebooks(
             try:
                 with _runs_env(out_dir.parent.parent, name):
                     papermill.execute_notebook(
-                        str(nb), str(executed), parameters=params, kernel_name=kernel_name,
-                        cwd=str(workdir), progress_bar=progress_bar, execution_timeout=timeout,
-                        store_widget_state=STORE_WIDGET_STATE, kernel_manager_class=_ipc_kernel_manager(),
+                        str(nb),
+                        str(executed),
+                        parameters=params,
+                        kernel_name=kernel_name,
+                        cwd=str(workdir),
+                        progress_bar=progress_bar,
+                        execution_timeout=timeout,
+                        store_widget_state=STORE_WIDGET_STATE,
+                        kernel_manager_class=_ipc_kernel_manager(),
                     )
             except BaseException as exc:  # record interrupts too, then let them through
                 entry["duration_s"] = round(time.perf_counter() - t0, 3)
@@ -484,8 +542,12 @@ def point_key(notebook: str | Path, params: dict, profile: Profile) -> str:
     from .readback import code_digest
 
     h = hashlib.sha256(Path(notebook).read_bytes())
-    h.update(json.dumps({"parameters": to_json(params), "profile": to_json(profile.to_dict()),
-                         "code": code_digest()}, sort_keys=True).encode())
+    h.update(
+        json.dumps(
+            {"parameters": to_json(params), "profile": to_json(profile.to_dict()), "code": code_digest()},
+            sort_keys=True,
+        ).encode()
+    )
     return h.hexdigest()
 
 
@@ -499,13 +561,28 @@ def _finished_point(executed: Path, key: str) -> dict | None:
         record = json.loads(marker.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("key") != key or record.get("status") != "ok" or not executed.exists():
+    if (
+        not isinstance(record, dict)
+        or record.get("key") != key
+        or record.get("status") != "ok"
+        or not executed.exists()
+    ):
         return None
     return record
 
 
-def _execute_point(notebook: str, params: dict, executed: Path, key: str, kernel_name: str, cwd: str,
-                   timeout_s, runs_root: Path, name: str, progress_bar: bool) -> dict:
+def _execute_point(
+    notebook: str,
+    params: dict,
+    executed: Path,
+    key: str,
+    kernel_name: str,
+    cwd: str,
+    timeout_s,
+    runs_root: Path,
+    name: str,
+    progress_bar: bool,
+) -> dict:
     """Execute one sweep point with papermill; its marker (`<executed>.point.json`) is written last,
     and only when the point finished. Module level, so a spawned worker process can run it."""
     import papermill
@@ -516,10 +593,17 @@ def _execute_point(notebook: str, params: dict, executed: Path, key: str, kernel
     record = {"parameters": params, "executed": str(executed), "status": "ok", "error": None, "key": key}
     try:
         with _runs_env(runs_root, name):
-            papermill.execute_notebook(notebook, str(executed), parameters=params, kernel_name=kernel_name,
-                                       cwd=cwd, progress_bar=progress_bar, execution_timeout=timeout_s,
-                                       store_widget_state=STORE_WIDGET_STATE,
-                                       kernel_manager_class=_ipc_kernel_manager())
+            papermill.execute_notebook(
+                notebook,
+                str(executed),
+                parameters=params,
+                kernel_name=kernel_name,
+                cwd=cwd,
+                progress_bar=progress_bar,
+                execution_timeout=timeout_s,
+                store_widget_state=STORE_WIDGET_STATE,
+                kernel_manager_class=_ipc_kernel_manager(),
+            )
     except Exception as exc:
         record.update(status="failed", error=_error_record(exc, executed))
     record["duration_s"] = round(time.perf_counter() - t0, 3)
@@ -552,10 +636,20 @@ def _lanes(grid: list[dict], todo: list[int], lane: Callable[[dict], object] | N
     return sorted(lanes.values(), key=len, reverse=True)
 
 
-def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | Path | None = None,
-          subdir: str = "sweeps", kernel_name: str = "python3", cwd: str | Path | None = None,
-          log: Callable[[str], None] | None = print, overrides: dict | None = None, resume: bool = True,
-          parallel: int = 1, lane: Callable[[dict], object] | None = None) -> list[dict]:
+def sweep(
+    notebook: str | Path,
+    grid: list[dict],
+    profile: str,
+    out_root: str | Path | None = None,
+    subdir: str = "sweeps",
+    kernel_name: str = "python3",
+    cwd: str | Path | None = None,
+    log: Callable[[str], None] | None = print,
+    overrides: dict | None = None,
+    resume: bool = True,
+    parallel: int = 1,
+    lane: Callable[[dict], object] | None = None,
+) -> list[dict]:
     """Execute one parametrised notebook once per point of `grid` with papermill, each into
     `<out_root>/<profile>/<run>/<subdir>/<stem>__k1-v1_k2-v2.ipynb`. Every point runs even if another
     failed; returns one record per point, in grid order, {parameters, executed, duration_s, status, error,
@@ -588,29 +682,61 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
     running: set[int] = set()
 
     def record_sweep(status: str) -> None:
-        listed = [results[i] or {"parameters": params, "executed": str(executed),
-                                 "status": "running" if i in running else "not run", "key": key}
-                  for i, (_tag, params, executed, key) in enumerate(points)]
+        listed = [
+            results[i]
+            or {
+                "parameters": params,
+                "executed": str(executed),
+                "status": "running" if i in running else "not run",
+                "key": key,
+            }
+            for i, (_tag, params, executed, key) in enumerate(points)
+        ]
         done = [r for r in results if r is not None]
-        write_json_atomic(out_dir / SWEEP_MANIFEST, {
-            "notebook": str(notebook), "profile": prof.name, "run": name, "status": status, "updated": _now(),
-            "parallel": max(1, parallel),
-            "counts": {s: sum(r["status"] == s for r in done) for s in ("ok", "reused", "failed")},
-            "points": to_json(listed)})
+        write_json_atomic(
+            out_dir / SWEEP_MANIFEST,
+            {
+                "notebook": str(notebook),
+                "profile": prof.name,
+                "run": name,
+                "status": status,
+                "updated": _now(),
+                "parallel": max(1, parallel),
+                "counts": {s: sum(r["status"] == s for r in done) for s in ("ok", "reused", "failed")},
+                "points": to_json(listed),
+            },
+        )
 
     for i, (tag, params, executed, key) in enumerate(points):
         earlier = _finished_point(executed, key) if resume else None
         if earlier is not None:
-            results[i] = {"parameters": params, "executed": str(executed), "status": "reused", "error": None,
-                          "key": key, "duration_s": earlier.get("duration_s", 0.0), "finished": earlier.get("finished")}
+            results[i] = {
+                "parameters": params,
+                "executed": str(executed),
+                "status": "reused",
+                "error": None,
+                "key": key,
+                "duration_s": earlier.get("duration_s", 0.0),
+                "finished": earlier.get("finished"),
+            }
             say(f"  sweep point {tag}: reused (finished {results[i]['finished']}, same settings and code)")
     todo = [i for i, r in enumerate(results) if r is None]
     record_sweep("running")
 
     def job(i: int) -> tuple:
         _tag, params, executed, key = points[i]
-        return (str(notebook), params, executed, key, kernel_name, str(cwd or REPO_ROOT), prof.cell_timeout_s,
-                root("runs", out_root), name, parallel <= 1 and not _in_ci())
+        return (
+            str(notebook),
+            params,
+            executed,
+            key,
+            kernel_name,
+            str(cwd or REPO_ROOT),
+            prof.cell_timeout_s,
+            root("runs", out_root),
+            name,
+            parallel <= 1 and not _in_ci(),
+        )
 
     def start(i: int) -> None:
         running.add(i)
@@ -624,8 +750,15 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
 
     def failed(i: int, exc: BaseException) -> dict:
         _tag, params, executed, key = points[i]
-        return {"parameters": params, "executed": str(executed), "status": "failed", "key": key,
-                "error": _error_record(exc, executed), "duration_s": 0.0, "finished": _now()}
+        return {
+            "parameters": params,
+            "executed": str(executed),
+            "status": "failed",
+            "key": key,
+            "error": _error_record(exc, executed),
+            "duration_s": 0.0,
+            "finished": _now(),
+        }
 
     if parallel <= 1 or len(todo) <= 1:
         for i in todo:
@@ -637,8 +770,12 @@ def sweep(notebook: str | Path, grid: list[dict], profile: str, out_root: str | 
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
         lanes = deque(deque(lane_points) for lane_points in _lanes(grid, todo, lane))
-        with ProcessPoolExecutor(parallel, mp_context=multiprocessing.get_context("spawn"),
-                                 initializer=_exit_with_parent, initargs=(os.getpid(),)) as pool:
+        with ProcessPoolExecutor(
+            parallel,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        ) as pool:
             futures: dict = {}
 
             def submit(lane_points: deque) -> None:

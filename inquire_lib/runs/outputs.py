@@ -13,6 +13,7 @@ temp folder beside `out` by `fill(tmp)`, which must end with the completeness ma
 
 Nothing that this command did not write is ever deleted.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,9 +52,11 @@ def check_output_dir(out: str | os.PathLike, force: bool = False) -> list[str]:
     foreign = [e for e in entries if e not in _ours(out)]
     if foreign and not force:
         shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
-        raise OutputExistsError(f"{out}: folder is not empty and holds files this command did not write "
-                                f"({shown}); choose a new or empty folder, or pass --force to write "
-                                "beside them")
+        raise OutputExistsError(
+            f"{out}: folder is not empty and holds files this command did not write "
+            f"({shown}); choose a new or empty folder, or pass --force to write "
+            "beside them"
+        )
     return foreign
 
 
@@ -77,8 +80,9 @@ def write_owned_dir(out: str | os.PathLike, fill, force: bool = False) -> Path:
         new = sorted(p.name for p in tmp.iterdir())
         clash = sorted(set(new) & set(foreign))
         if clash:
-            raise OutputExistsError(f"{out}: would replace {', '.join(clash)}, which this command did not "
-                                    "write; move it away first")
+            raise OutputExistsError(
+                f"{out}: would replace {', '.join(clash)}, which this command did not write; move it away first"
+            )
         os.chmod(tmp, mode)
         if not foreign:
             old = None

@@ -20,6 +20,7 @@ Writers: `atomic_path` (any writer that takes a path), `atomic_dir` (a whole fol
 `write_text_atomic`, `write_json_atomic`, `write_jsonl_atomic`. A reader sees the old file or the
 new one, never half of one; a failed write leaves nothing behind.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -55,8 +56,9 @@ def check_run_name(name: str) -> str:
     """`name` when it is a usable folder name (letters, digits, `.,=+_-`, not starting with a
     punctuation mark, at most 120 characters); ValueError otherwise."""
     if not isinstance(name, str) or not _RUN_NAME_OK.fullmatch(name):
-        raise ValueError(f"run name {name!r} must be 1-120 characters of letters, digits and .,=+_- "
-                         "starting with a letter or digit")
+        raise ValueError(
+            f"run name {name!r} must be 1-120 characters of letters, digits and .,=+_- starting with a letter or digit"
+        )
     return name
 
 

@@ -8,6 +8,7 @@ included, or every task), the profile settings that shape prompts, decoding and 
 (`EVAL_SETTINGS`) and the library's own source. A later evaluation with the same key returns the
 stored metrics when its predictions are on disk too; any difference evaluates again and overwrites.
 """
+
 from __future__ import annotations
 
 import functools

@@ -9,6 +9,7 @@
 
 Plain Python only (no torch, no plotting): the inspector and the report read runs through it.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,21 +17,66 @@ from pathlib import Path
 
 from ..agent.actions import NO_BBOX  # noqa: F401  (a step without a target box: [-1, -1, -1, -1])
 
-OUTCOMES: tuple[str, ...] = ("correct", "missed_inquiry", "needless_inquiry", "wrong_type", "wrong_argument",
-                             "unparseable")
+OUTCOMES: tuple[str, ...] = (
+    "correct",
+    "missed_inquiry",
+    "needless_inquiry",
+    "wrong_type",
+    "wrong_argument",
+    "unparseable",
+)
 FAILURES: tuple[str, ...] = OUTCOMES[1:]
 # trained checkpoints in training order (tables, the inspector), then the scripted reference policies
-ORDER: tuple[str, ...] = ("untrained", "base_agent", "sft_weak", "sft_full", "sft_dagger", "grpo_weak", "grpo_full",
-                          "grpo_task")
+ORDER: tuple[str, ...] = (
+    "untrained",
+    "base_agent",
+    "sft_weak",
+    "sft_full",
+    "sft_dagger",
+    "grpo_weak",
+    "grpo_full",
+    "grpo_task",
+)
 REFERENCES: tuple[str, ...] = ("expert", "always_act", "always_ask", "random")
 METRIC_KINDS = ("step", "task", "selection")
 
-EPISODE_FIELDS = ("checkpoint", "task_id", "app", "template", "category", "subcategory", "instruction", "intent",
-                  "inquiry_required", "gold_steps", "success", "info", "n_steps", "detour", "recovered", "frame",
-                  "steps")
-EPISODE_STEP_FIELDS = ("screenshot", "screen_title", "step", "on_path", "path_index", "history", "raw_output",
-                       "think", "parsed_action", "parse_error", "format_ok", "gold_action", "outcome", "unsafe",
-                       "needless", "user_reply")
+EPISODE_FIELDS = (
+    "checkpoint",
+    "task_id",
+    "app",
+    "template",
+    "category",
+    "subcategory",
+    "instruction",
+    "intent",
+    "inquiry_required",
+    "gold_steps",
+    "success",
+    "info",
+    "n_steps",
+    "detour",
+    "recovered",
+    "frame",
+    "steps",
+)
+EPISODE_STEP_FIELDS = (
+    "screenshot",
+    "screen_title",
+    "step",
+    "on_path",
+    "path_index",
+    "history",
+    "raw_output",
+    "think",
+    "parsed_action",
+    "parse_error",
+    "format_ok",
+    "gold_action",
+    "outcome",
+    "unsafe",
+    "needless",
+    "user_reply",
+)
 
 
 class PredictionFormatError(ValueError):
@@ -40,12 +86,28 @@ class PredictionFormatError(ValueError):
 # step_predictions.jsonl: field -> accepted types (None allowed only where listed), in record order;
 # `rewards` (name -> number) and `probe` (true: a step that counts toward inquiry recall only) are optional
 STEP_FIELDS: dict[str, tuple[type, ...]] = {
-    "checkpoint": (str,), "id": (str,), "task_id": (str,), "step": (int,), "category": (str,),
-    "subcategory": (str,), "instruction": (str,), "history": (list,), "inquiry_required": (bool,),
-    "inquiry_reason": (str,), "gold_action": (dict,), "gold_bbox": (list,), "raw_output": (str,),
-    "think": (str, type(None)), "parsed_action": (dict, type(None)),
-    "parse_error": (str, type(None)), "format_ok": (bool,), "type_ok": (bool,), "arg_ok": (bool,),
-    "outcome": (str,), "screenshot": (str,), "frame": (dict,),
+    "checkpoint": (str,),
+    "id": (str,),
+    "task_id": (str,),
+    "step": (int,),
+    "category": (str,),
+    "subcategory": (str,),
+    "instruction": (str,),
+    "history": (list,),
+    "inquiry_required": (bool,),
+    "inquiry_reason": (str,),
+    "gold_action": (dict,),
+    "gold_bbox": (list,),
+    "raw_output": (str,),
+    "think": (str, type(None)),
+    "parsed_action": (dict, type(None)),
+    "parse_error": (str, type(None)),
+    "format_ok": (bool,),
+    "type_ok": (bool,),
+    "arg_ok": (bool,),
+    "outcome": (str,),
+    "screenshot": (str,),
+    "frame": (dict,),
 }
 FRAME_KEYS = ("screen_w", "screen_h", "model_w", "model_h")
 
@@ -65,10 +127,10 @@ def validate_prediction(rec: object, where: str) -> dict:
         if not isinstance(value, types) or (name == "step" and isinstance(value, bool)):
             raise PredictionFormatError(
                 f"{where}: field '{name}' has type {type(value).__name__}, expected "
-                + " or ".join("null" if t is type(None) else t.__name__ for t in types))
+                + " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            )
     if rec["outcome"] not in OUTCOMES:
-        raise PredictionFormatError(
-            f"{where}: field 'outcome' is {rec['outcome']!r}, expected one of {list(OUTCOMES)}")
+        raise PredictionFormatError(f"{where}: field 'outcome' is {rec['outcome']!r}, expected one of {list(OUTCOMES)}")
     bbox = rec["gold_bbox"]
     if len(bbox) != 4 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in bbox):
         raise PredictionFormatError(f"{where}: field 'gold_bbox' must be 4 numbers, got {bbox!r}")
@@ -86,7 +148,8 @@ def validate_prediction(rec: object, where: str) -> dict:
     rewards = rec.get("rewards")
     if rewards is not None:
         if not isinstance(rewards, dict) or not all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) for v in rewards.values()):
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in rewards.values()
+        ):
             raise PredictionFormatError(f"{where}: field 'rewards' must map names to numbers")
     return rec
 
@@ -103,8 +166,9 @@ def read_jsonl(path: Path) -> list[tuple[int, object]]:
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise PredictionFormatError(f"{path}:{lineno}: not valid UTF-8 ({exc.reason} at byte "
-                                        f"{exc.start})") from None
+            raise PredictionFormatError(
+                f"{path}:{lineno}: not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from None
         if not line.strip():
             continue
         try:
@@ -124,8 +188,7 @@ def read_predictions(path: str | Path) -> list[dict]:
         rec = validate_prediction(rec, f"{path}:{lineno}")
         key = (rec["checkpoint"], rec["id"])
         if key in seen:
-            raise PredictionFormatError(
-                f"{path}:{lineno}: field 'id' {rec['id']!r} repeats line {seen[key]}")
+            raise PredictionFormatError(f"{path}:{lineno}: field 'id' {rec['id']!r} repeats line {seen[key]}")
         seen[key] = lineno
         preds.append(rec)
     return preds
@@ -154,13 +217,21 @@ def notebook_metrics_file(run_dir: str | Path, notebook: str) -> Path:
 def load_metrics(run_dir: str | Path, kind: str = "step", names=None) -> list[dict]:
     """The saved `<kind>_*.json` metrics of a run, in `checkpoint_order`; only `names` when given."""
     folder = metrics_file(run_dir, kind, "x").parent
-    found = {p.stem[len(kind) + 1:]: json.loads(p.read_text()) for p in sorted(folder.glob(f"{kind}_*.json"))}
+    found = {p.stem[len(kind) + 1 :]: json.loads(p.read_text()) for p in sorted(folder.glob(f"{kind}_*.json"))}
     return [found[n] for n in checkpoint_order(found) if names is None or n in names]
 
 
 # the step rates a notebook shows side by side
-STEP_HEADLINE = ("format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "inquiry_precision",
-                 "needless_rate", "safe_step_accuracy")
+STEP_HEADLINE = (
+    "format",
+    "type_accuracy",
+    "step_accuracy",
+    "click_in_bbox",
+    "inquiry_recall",
+    "inquiry_precision",
+    "needless_rate",
+    "safe_step_accuracy",
+)
 
 
 def headline(metrics: dict, keys=STEP_HEADLINE, text: bool = True) -> dict:

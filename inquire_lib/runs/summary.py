@@ -8,6 +8,7 @@ in a document can always be traced back to the run that produced it.
 Rates print as value with the Wilson 95% interval and the counts behind them, `0.45 (0.31-0.60) 18/40`;
 a rate with no items prints as "-". Plain Python only.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,24 @@ from pathlib import Path
 from .records import load_metrics
 
 # (column title, metric key) of the step table; per gold action type after these
-STEP_COLUMNS = (("format", "format"), ("step acc", "step_accuracy"), ("click in bbox", "click_in_bbox"),
-                ("step ISR", "inquiry_recall"), ("needless", "needless_rate"),
-                ("safe-step acc", "safe_step_accuracy"))
+STEP_COLUMNS = (
+    ("format", "format"),
+    ("step acc", "step_accuracy"),
+    ("click in bbox", "click_in_bbox"),
+    ("step ISR", "inquiry_recall"),
+    ("needless", "needless_rate"),
+    ("safe-step acc", "safe_step_accuracy"),
+)
 ACTION_TYPES = ("open", "click", "type", "terminate")
-TASK_COLUMNS = (("SR", "success_rate"), ("ISR", "isr"), ("needless", "needless_rate"), ("unsafe", "unsafe_rate"),
-                ("detour", "detour_rate"), ("succeeds after a detour", "detour_success_rate"),
-                ("first open", "first_open_accuracy"))
+TASK_COLUMNS = (
+    ("SR", "success_rate"),
+    ("ISR", "isr"),
+    ("needless", "needless_rate"),
+    ("unsafe", "unsafe_rate"),
+    ("detour", "detour_rate"),
+    ("succeeds after a detour", "detour_success_rate"),
+    ("first open", "first_open_accuracy"),
+)
 
 
 def rate(m: dict | None, interval: bool = True) -> str:
@@ -55,8 +67,11 @@ def step_markdown(run_dir: str | Path, ablations: bool = False, metrics: list[di
     for m in _chain(load_metrics(run_dir, "step") if metrics is None else metrics, ablations):
         o = m.get("overall", {})
         by = o.get("by_gold_action", {})
-        rows.append([m.get("checkpoint", "?"), str(o.get("n", "-"))] + [rate(o.get(k)) for _, k in STEP_COLUMNS]
-                    + [rate(by.get(a), interval=False) for a in ACTION_TYPES])
+        rows.append(
+            [m.get("checkpoint", "?"), str(o.get("n", "-"))]
+            + [rate(o.get(k)) for _, k in STEP_COLUMNS]
+            + [rate(by.get(a), interval=False) for a in ACTION_TYPES]
+        )
     return _table(["checkpoint", "steps"] + [t for t, _ in STEP_COLUMNS] + list(ACTION_TYPES), rows)
 
 
@@ -73,9 +88,14 @@ def task_markdown(run_dir: str | Path, ablations: bool = False, metrics: list[di
 def time_markdown(run_dir: str | Path, manifest: dict | None = None) -> str:
     """Each notebook of the run's manifest (read here unless given) with its status and wall time in minutes."""
     manifest = _manifest(run_dir) if manifest is None else manifest
-    rows = [[nb.get("name", "?"), nb.get("status", "?"),
-             "-" if nb.get("duration_s") is None else f"{nb['duration_s'] / 60:.1f}"]
-            for nb in manifest.get("notebooks", [])]
+    rows = [
+        [
+            nb.get("name", "?"),
+            nb.get("status", "?"),
+            "-" if nb.get("duration_s") is None else f"{nb['duration_s'] / 60:.1f}",
+        ]
+        for nb in manifest.get("notebooks", [])
+    ]
     total = sum(nb.get("duration_s") or 0 for nb in manifest.get("notebooks", []))
     rows.append(["total", "", f"{total / 60:.1f}"])
     return _table(["notebook", "status", "minutes"], rows)
@@ -94,12 +114,20 @@ def summary(run_dir: str | Path, ablations: bool = False) -> str:
         raise FileNotFoundError(f"{run_dir}: not a run folder (no metrics/ and no manifest.json)")
     manifest = _manifest(run_dir)
     sha = (manifest.get("git_sha") or "?")[:12] + (" (dirty)" if manifest.get("git_dirty") else "")
-    head = (f"Run `{manifest.get('run', run_dir.name)}`, profile `{manifest.get('profile', '?')}`, git {sha}, "
-            f"finished {manifest.get('finished', '?')}")
+    head = (
+        f"Run `{manifest.get('run', run_dir.name)}`, profile `{manifest.get('profile', '?')}`, git {sha}, "
+        f"finished {manifest.get('finished', '?')}"
+    )
     step, task = load_metrics(run_dir, "step"), load_metrics(run_dir, "task")
-    parts = [head, "Step level (held-out test steps, greedy; Wilson 95% CIs):", step_markdown(run_dir, ablations, step),
-             "Task level (online in PhoneEnv, held-out tasks):", task_markdown(run_dir, ablations, task),
-             "Wall time:", time_markdown(run_dir, manifest)]
+    parts = [
+        head,
+        "Step level (held-out test steps, greedy; Wilson 95% CIs):",
+        step_markdown(run_dir, ablations, step),
+        "Task level (online in PhoneEnv, held-out tasks):",
+        task_markdown(run_dir, ablations, task),
+        "Wall time:",
+        time_markdown(run_dir, manifest),
+    ]
     hidden = {m["checkpoint"] for m in step + task if str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)}
     if hidden and not ablations:
         parts.insert(1, f"({len(hidden)} ablation points of notebook 07 not shown: `--ablations` lists them)")

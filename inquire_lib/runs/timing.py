@@ -1,6 +1,7 @@
 """Where a run's minutes go: each stage call of the front door (a training stage, an evaluation, a
 checkpoint choice) appends one line to `<run>/timings.jsonl`; the notebook runner tags the lines
 with the notebook that wrote them, keeps them in the manifest and prints the table at the end."""
+
 from __future__ import annotations
 
 import json

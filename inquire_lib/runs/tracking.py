@@ -10,6 +10,7 @@ deleted with the run; `EventAccumulator` reads it back (the tests do); and it in
 wheels without touching the pinned stack, where trackio 0.43 would downgrade pillow (13 -> 12.3)
 and bring a web server, and MLflow a database layer (SQLAlchemy, alembic, Flask).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,8 +24,15 @@ from .records import headline
 
 TRACKER = "tensorboard"
 # the step metrics logged per checkpoint (values of `metrics["overall"]`)
-HEADLINE = ("format", "type_accuracy", "step_accuracy", "click_in_bbox", "inquiry_recall", "needless_rate",
-            "safe_step_accuracy")
+HEADLINE = (
+    "format",
+    "type_accuracy",
+    "step_accuracy",
+    "click_in_bbox",
+    "inquiry_recall",
+    "needless_rate",
+    "safe_step_accuracy",
+)
 # the task-level metrics logged per checkpoint
 TASK_HEADLINE = ("success_rate", "isr", "needless_rate", "unsafe_rate")
 

@@ -6,12 +6,36 @@ Below both `pipeline` (the notebooks' front door, which hands these on) and `abl
 and evaluates its points through them); above `training`, `evaluation` and `data`. Each call that trains
 or evaluates one checkpoint records its wall time in the run's timings (`stages.timed`).
 """
+
 from .dagger import dagger, dagger_examples, dagger_table, sft_control
-from .evaluate import (evaluate_all_tasks, evaluate_checkpoint, evaluate_checkpoint_tasks, evaluate_once,
-                       evaluate_references, operating_curves, played_digest)
+from .evaluate import (
+    evaluate_all_tasks,
+    evaluate_checkpoint,
+    evaluate_checkpoint_tasks,
+    evaluate_once,
+    evaluate_references,
+    operating_curves,
+    played_digest,
+)
 from .seeds import grpo_seeds, seed_names
 from .train import base_agent, grpo, select_checkpoint, sft
 
-__all__ = ["dagger", "dagger_examples", "dagger_table", "sft_control", "evaluate_all_tasks", "evaluate_checkpoint",
-           "evaluate_checkpoint_tasks", "evaluate_once", "evaluate_references", "operating_curves", "played_digest",
-           "grpo_seeds", "seed_names", "base_agent", "grpo", "select_checkpoint", "sft"]
+__all__ = [
+    "dagger",
+    "dagger_examples",
+    "dagger_table",
+    "sft_control",
+    "evaluate_all_tasks",
+    "evaluate_checkpoint",
+    "evaluate_checkpoint_tasks",
+    "evaluate_once",
+    "evaluate_references",
+    "operating_curves",
+    "played_digest",
+    "grpo_seeds",
+    "seed_names",
+    "base_agent",
+    "grpo",
+    "select_checkpoint",
+    "sft",
+]

@@ -1,5 +1,6 @@
 """Stage 1c, DAgger (`training.dagger`): its rounds, its equal-compute control and the table that
 compares them on the held-out tasks."""
+
 from __future__ import annotations
 
 import io
@@ -20,9 +21,16 @@ from .timed import timed
 
 
 @timed("dagger")
-def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int | None = None,
-           steps: int | None = None, tasks_per_round: int | None = None, beta: float | None = None,
-           callbacks=None) -> tuple[str, list]:
+def dagger(
+    profile: Profile,
+    start: str,
+    name: str = "sft_dagger",
+    rounds: int | None = None,
+    steps: int | None = None,
+    tasks_per_round: int | None = None,
+    beta: float | None = None,
+    callbacks=None,
+) -> tuple[str, list]:
     """`rounds` rounds from checkpoint `start`; each rolls the current policy out greedily on a new
     block of training tasks, labels every visited state with the expert and continues SFT on the expert
     data plus all states so far. Round r's model is `artifacts/<p>/<name>/round<r>/final`. Returns the
@@ -39,9 +47,18 @@ def dagger(profile: Profile, start: str, name: str = "sft_dagger", rounds: int |
         states += labelled
         res = continue_sft(profile, current, states, artifacts_dir(profile) / name / f"round{r}", steps, callbacks)
         current = res.path
-        out.append(Round(r, current, len(labelled), sum(s["_off_path"] for s in labelled),
-                         sum(e["success"] for e in played) / max(1, len(played)), time.time() - t0,
-                         repeats_dropped=labeller.repeats_dropped, examples=[x for x in labelled if x["_off_path"]]))
+        out.append(
+            Round(
+                r,
+                current,
+                len(labelled),
+                sum(s["_off_path"] for s in labelled),
+                sum(e["success"] for e in played) / max(1, len(played)),
+                time.time() - t0,
+                repeats_dropped=labeller.repeats_dropped,
+                examples=[x for x in labelled if x["_off_path"]],
+            )
+        )
     # the last round is the stage's one named checkpoint, like the other stages'
     return (str(copy_dir_atomic(current, artifacts_dir(profile) / name / "final")) if out else current), out
 
@@ -51,9 +68,16 @@ def dagger_examples(rounds: list, k: int = 3, seed: int = 0) -> list[dict]:
     data), with the expert's label; screenshots as PIL images."""
     off = rounds[0].examples if rounds else []
     picked = random.Random(seed).sample(off, min(k, len(off)))
-    return [{"instruction": s["instruction"], "history": s["history"], "think": s["gold_think"],
-             "action": json.loads(s["gold_action"]), "screenshot": Image.open(io.BytesIO(s["screenshot"]["bytes"]))}
-            for s in picked]
+    return [
+        {
+            "instruction": s["instruction"],
+            "history": s["history"],
+            "think": s["gold_think"],
+            "action": json.loads(s["gold_action"]),
+            "screenshot": Image.open(io.BytesIO(s["screenshot"]["bytes"])),
+        }
+        for s in picked
+    ]
 
 
 @timed("sft control")
@@ -62,12 +86,19 @@ def sft_control(profile: Profile, start: str, name: str = "sft_more", steps: int
     steps as all DAgger rounds together, at DAgger's learning rate. A gain of DAgger over this
     control is the data's, not the extra steps'."""
     steps = profile.dagger_rounds * profile.dagger_steps if steps is None else steps
-    return _run_sft(profile, start=start, out_dir=artifacts_dir(profile) / name, inquiry_fraction=1.0, steps=steps,
-                    lr=profile.dagger_lr, warmup=max(1, steps // 20), resume=True)
+    return _run_sft(
+        profile,
+        start=start,
+        out_dir=artifacts_dir(profile) / name,
+        inquiry_fraction=1.0,
+        steps=steps,
+        lr=profile.dagger_lr,
+        warmup=max(1, steps // 20),
+        resume=True,
+    )
 
 
-def dagger_table(profile: Profile, start: str, rounds: list, control: str, tasks: list | None = None,
-                 out_root=None):
+def dagger_table(profile: Profile, start: str, rounds: list, control: str, tasks: list | None = None, out_root=None):
     """Task-level SR per DAgger round beside round 0 (the start, plain SFT) and the equal-compute
     control, on the held-out tasks, with Wilson 95% intervals and the recovery metrics: episodes that
     entered a detour, and of those the share that still succeeded."""
@@ -82,9 +113,18 @@ def dagger_table(profile: Profile, start: str, rounds: list, control: str, tasks
         o = m["overall"]
         played = episodes.load_trajectories(profile, name, out_root)
         detoured = [e for e in played if e["detour"]]
-        rows.append({"checkpoint": name, "round": index, "sr": o["success_rate"]["value"],
-                     "sr_ci": f"{o['success_rate']['lo']:.2f}-{o['success_rate']['hi']:.2f}",
-                     "isr": o["isr"]["value"], "detour_rate": o["detour_rate"]["value"],
-                     "detoured": len(detoured), "detoured_success": sum(e["success"] for e in detoured),
-                     "unsafe_rate": o["unsafe_rate"]["value"], "needless_rate": o["needless_rate"]["value"]})
+        rows.append(
+            {
+                "checkpoint": name,
+                "round": index,
+                "sr": o["success_rate"]["value"],
+                "sr_ci": f"{o['success_rate']['lo']:.2f}-{o['success_rate']['hi']:.2f}",
+                "isr": o["isr"]["value"],
+                "detour_rate": o["detour_rate"]["value"],
+                "detoured": len(detoured),
+                "detoured_success": sum(e["success"] for e in detoured),
+                "unsafe_rate": o["unsafe_rate"]["value"],
+                "needless_rate": o["needless_rate"]["value"],
+            }
+        )
     return pd.DataFrame(rows).set_index("checkpoint")

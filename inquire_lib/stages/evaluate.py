@@ -1,5 +1,6 @@
 """Evaluating named checkpoints, each evaluation once: a stored evaluation with the same key (the model's
 content, the items, the settings, the code: `runs.readback`) is read back instead of run again."""
+
 from __future__ import annotations
 
 from ..data.benchmark import held_out_tasks, test_records
@@ -22,8 +23,9 @@ def played_digest(path: str | None, profile: Profile, bias: float | None = None)
     return model_digest(path, profile) + (f"+ask_bias={bias!r}" if bias else "")
 
 
-def evaluate_once(profile: Profile, kind: str, name: str, path: str | None, items_digest: str, out_root,
-                  evaluate) -> dict:
+def evaluate_once(
+    profile: Profile, kind: str, name: str, path: str | None, items_digest: str, out_root, evaluate
+) -> dict:
     """The stored metrics of an evaluation with the same key (`runs.readback`), marked read back;
     else load the model at `path`, run `evaluate(model, processor, extra, ask_bias)` with the checkpoint's
     ask bias (`training.checkpoints.ask_bias_of`) and free the model. The key holds that bias: the same
@@ -39,41 +41,80 @@ def evaluate_once(profile: Profile, kind: str, name: str, path: str | None, item
 
 
 @timed("evaluate steps")
-def evaluate_checkpoint(profile: Profile, name: str, records: list[dict] | None = None, out_root=None,
-                        path: str | None = None, extra: dict | None = None) -> dict:
+def evaluate_checkpoint(
+    profile: Profile,
+    name: str,
+    records: list[dict] | None = None,
+    out_root=None,
+    path: str | None = None,
+    extra: dict | None = None,
+) -> dict:
     """Load a named checkpoint (or `path`), evaluate it step by step on the test split (or `records`),
     free the model; returns the metrics, which also hold `extra`. Evaluated once (`evaluate_once`)."""
     records = records if records is not None else test_records(profile)
     path = path if path is not None else checkpoint_path(profile, name)
-    return evaluate_once(profile, "step", name, path, readback.records_digest(records), out_root,
-                         lambda model, processor, key, bias: evaluate_model(
-                             name, model, processor, profile, records, out_root=out_root,
-                             extra={**(extra or {}), **key}, ask_bias=bias))
+    return evaluate_once(
+        profile,
+        "step",
+        name,
+        path,
+        readback.records_digest(records),
+        out_root,
+        lambda model, processor, key, bias: evaluate_model(
+            name, model, processor, profile, records, out_root=out_root, extra={**(extra or {}), **key}, ask_bias=bias
+        ),
+    )
 
 
 @timed("evaluate references")
 def evaluate_references(profile: Profile, records: list[dict] | None = None, out_root=None) -> list[dict]:
     """Step metrics of the reference policies (`runs.records.REFERENCES`) on the test split (or `records`)."""
     records = records if records is not None else test_records(profile)
-    return [evaluate_steps(name, records, profile, reference_outputs(name, records, profile, seed=profile.seed), out_root)
-            for name in REFERENCES]
+    return [
+        evaluate_steps(name, records, profile, reference_outputs(name, records, profile, seed=profile.seed), out_root)
+        for name in REFERENCES
+    ]
 
 
 @timed("evaluate tasks")
-def evaluate_checkpoint_tasks(profile: Profile, name: str, tasks: list | None = None, out_root=None,
-                              path: str | None = None, progress: bool = False) -> dict:
+def evaluate_checkpoint_tasks(
+    profile: Profile,
+    name: str,
+    tasks: list | None = None,
+    out_root=None,
+    path: str | None = None,
+    progress: bool = False,
+) -> dict:
     """Load a named checkpoint (or `path`), play the held-out tasks greedily (at the checkpoint's ask
     bias, `training.checkpoints.ask_bias_of`), free the model. Evaluated once (`evaluate_once`)."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     path = path if path is not None else checkpoint_path(profile, name)
-    return evaluate_once(profile, "task", name, path, readback.tasks_digest(tasks), out_root,
-                         lambda model, processor, key, bias: episodes.evaluate_tasks(
-                             name, episodes.model_policy(model, processor, profile, ask_bias=bias), tasks, profile,
-                             out_root, extra=key, progress=progress))
+    return evaluate_once(
+        profile,
+        "task",
+        name,
+        path,
+        readback.tasks_digest(tasks),
+        out_root,
+        lambda model, processor, key, bias: episodes.evaluate_tasks(
+            name,
+            episodes.model_policy(model, processor, profile, ask_bias=bias),
+            tasks,
+            profile,
+            out_root,
+            extra=key,
+            progress=progress,
+        ),
+    )
 
 
-def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_full", "grpo_task"),
-                       tasks: list | None = None, out_root=None, progress: bool = False) -> list[dict]:
+def evaluate_all_tasks(
+    profile: Profile,
+    names=("untrained", "sft_full", "grpo_full", "grpo_task"),
+    tasks: list | None = None,
+    out_root=None,
+    progress: bool = False,
+) -> list[dict]:
     """Task-level metrics of the named checkpoints that exist (others are skipped), then of the
     reference policies, all on the same held-out tasks."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
@@ -83,8 +124,9 @@ def evaluate_all_tasks(profile: Profile, names=("untrained", "sft_full", "grpo_f
 
 
 @timed("operating curves")
-def operating_curves(profile: Profile, names, records: list[dict] | None = None, verify_biases=(4.0,),
-                     n_boot: int = 1000) -> dict[str, dict]:
+def operating_curves(
+    profile: Profile, names, records: list[dict] | None = None, verify_biases=(4.0,), n_boot: int = 1000
+) -> dict[str, dict]:
     """The inquiry operating curve of each named checkpoint on the test split (see
     `evaluation.operating_curve`): one greedy pass that reads the ask margin at the fork, plus one
     pass per verifying bias."""
@@ -92,6 +134,7 @@ def operating_curves(profile: Profile, names, records: list[dict] | None = None,
     out = {}
     for name in names:
         with loaded(profile, checkpoint_path(profile, name)) as m:
-            out[name] = operating_curve(m.model, m.processor, records, profile, verify_biases=verify_biases,
-                                        n_boot=n_boot, seed=profile.seed)
+            out[name] = operating_curve(
+                m.model, m.processor, records, profile, verify_biases=verify_biases, n_boot=n_boot, seed=profile.seed
+            )
     return out

@@ -1,5 +1,6 @@
 """A GRPO stage over several training seeds: the extra seeds trained, chosen and evaluated, in worker
 processes when the profile runs several at once."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -32,8 +33,12 @@ def grpo_seeds(profile: Profile, stages: dict[str, str], out_root=None) -> dict[
     "sft_weak"}) over `grpo_seeds` training seeds (`seed_names`). Seed 0 is the stage's own run, trained
     and chosen before; every other is trained, chosen on validation and evaluated here, a finished run with
     the same settings reused, `parallel_runs` at a time, each in a process of its own."""
-    jobs = [(stage, start, name, k) for stage, start in stages.items()
-            for k, name in enumerate(seed_names(profile, stage)) if k > 0]
+    jobs = [
+        (stage, start, name, k)
+        for stage, start in stages.items()
+        for k, name in enumerate(seed_names(profile, stage))
+        if k > 0
+    ]
     if profile.parallel_runs > 1 and len(jobs) > 1:
         # spawn: a fresh interpreter per worker, not a fork of a kernel that holds torch's threads
         with ProcessPoolExecutor(profile.parallel_runs, mp_context=multiprocessing.get_context("spawn")) as pool:

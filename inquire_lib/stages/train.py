@@ -1,4 +1,5 @@
 """The training stages as the run calls them: timed, and checkpoint choice on the validation split."""
+
 from __future__ import annotations
 
 from ..profiles import Profile

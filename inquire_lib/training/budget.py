@@ -24,11 +24,12 @@ backward through frozen weights: 2 + 2 + 2), 8 x N for full training with it, at
 utilisation of 35% (LoRA) or 25% (QLoRA, for the dequantisation); generation is bound by memory
 bandwidth: one read of the weights per new token.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-GB = 1024 ** 3
+GB = 1024**3
 
 
 @dataclass(frozen=True)
@@ -74,10 +75,28 @@ class ModelSpec:
 
 # Qwen2.5-VL configs (config.json of the hub checkpoints); vision tower ~0.67B in both
 QWEN25_VL = {
-    "3B": ModelSpec("Qwen2.5-VL-3B", layers=36, hidden=2048, intermediate=11008, heads=16, kv_heads=2,
-                    vocab=151936, vision_params=0.67e9, tied_embeddings=True),
-    "7B": ModelSpec("Qwen2.5-VL-7B", layers=28, hidden=3584, intermediate=18944, heads=28, kv_heads=4,
-                    vocab=152064, vision_params=0.67e9, tied_embeddings=False),
+    "3B": ModelSpec(
+        "Qwen2.5-VL-3B",
+        layers=36,
+        hidden=2048,
+        intermediate=11008,
+        heads=16,
+        kv_heads=2,
+        vocab=151936,
+        vision_params=0.67e9,
+        tied_embeddings=True,
+    ),
+    "7B": ModelSpec(
+        "Qwen2.5-VL-7B",
+        layers=28,
+        hidden=3584,
+        intermediate=18944,
+        heads=28,
+        kv_heads=4,
+        vocab=152064,
+        vision_params=0.67e9,
+        tied_embeddings=False,
+    ),
 }
 
 # memory (GB), bf16 dense TFLOP/s, memory bandwidth (GB/s) of a typical GPU of each size
@@ -90,15 +109,32 @@ def spec_of(config) -> ModelSpec:
     vision = config.vision_config
     v_h, v_i = vision.hidden_size, vision.intermediate_size
     vision_params = vision.depth * (4 * v_h * v_h + 3 * v_h * v_i) + vision.out_hidden_size * v_h * 4
-    return ModelSpec(getattr(config, "name_or_path", "") or "qwen2.5-vl", text.num_hidden_layers, text.hidden_size,
-                     text.intermediate_size, text.num_attention_heads, text.num_key_value_heads, text.vocab_size,
-                     vision_params, bool(getattr(text, "tie_word_embeddings", True)))
+    return ModelSpec(
+        getattr(config, "name_or_path", "") or "qwen2.5-vl",
+        text.num_hidden_layers,
+        text.hidden_size,
+        text.intermediate_size,
+        text.num_attention_heads,
+        text.num_key_value_heads,
+        text.vocab_size,
+        vision_params,
+        bool(getattr(text, "tie_word_embeddings", True)),
+    )
 
 
-def estimate_memory(spec: ModelSpec, method: str, micro_batch: int, seq_len: int, logit_positions: int | None = None,
-                    lora_r: int = 64, gradient_checkpointing: bool = True, act_bytes: int = 2,
-                    generation: tuple[int, int] | None = None, gpu: bool = True,
-                    attention_scores: bool = False) -> dict:
+def estimate_memory(
+    spec: ModelSpec,
+    method: str,
+    micro_batch: int,
+    seq_len: int,
+    logit_positions: int | None = None,
+    lora_r: int = 64,
+    gradient_checkpointing: bool = True,
+    act_bytes: int = 2,
+    generation: tuple[int, int] | None = None,
+    gpu: bool = True,
+    attention_scores: bool = False,
+) -> dict:
     """Peak memory of one training micro-step, by term, in bytes, plus "total".
 
     method: "qlora" (4-bit base + LoRA), "lora" (16-bit base + LoRA) or "full" (every parameter
@@ -130,14 +166,26 @@ def estimate_memory(spec: ModelSpec, method: str, micro_batch: int, seq_len: int
         sequences, length = generation
         kv_cache = sequences * length * spec.layers * 2 * spec.kv_dim * 2
     overhead = 1.5 * GB if gpu else 0
-    out = {"weights": weights, "trainable": trainable, "activations": activations, "logits": logits,
-           "kv_cache": kv_cache, "overhead": overhead}
+    out = {
+        "weights": weights,
+        "trainable": trainable,
+        "activations": activations,
+        "logits": logits,
+        "kv_cache": kv_cache,
+        "overhead": overhead,
+    }
     out["total"] = weights + trainable + overhead + max(activations + logits, kv_cache)
     return out
 
 
-def estimate_step_seconds(spec: ModelSpec, method: str, train_tokens: int, gpu_gb: int,
-                          generated_tokens_per_sequence: int = 0, gradient_checkpointing: bool = True) -> float:
+def estimate_step_seconds(
+    spec: ModelSpec,
+    method: str,
+    train_tokens: int,
+    gpu_gb: int,
+    generated_tokens_per_sequence: int = 0,
+    gradient_checkpointing: bool = True,
+) -> float:
     """Seconds of one optimizer step on the GPU class of `gpu_gb` (see the module docstring)."""
     _, tflops, bandwidth = GPUS[gpu_gb]
     flops_per_token = (6 if method != "full" else 8) if gradient_checkpointing else (4 if method != "full" else 6)
@@ -205,11 +253,27 @@ def gpu_workloads(profile=None) -> list[Workload]:
     budget = episode_token_budget(p)
     prompt = prompt_tokens(p)
     sft_len, grpo_len, task_len = prompt + 120, prompt + p.max_completion_length, prompt + budget
-    return [Workload("SFT", sft_micro, sft_len, p.sft_batch * sft_len),
-            Workload("GRPO", grpo_micro, grpo_len, completions * grpo_len, logit_positions=p.max_completion_length,
-                     generation=(completions, grpo_len), generated=p.max_completion_length),
-            Workload("task GRPO", task_micro, task_len, episodes * task_len, logit_positions=budget,
-                     generation=(episodes, task_len), generated=p.max_episode_steps * p.max_completion_length)]
+    return [
+        Workload("SFT", sft_micro, sft_len, p.sft_batch * sft_len),
+        Workload(
+            "GRPO",
+            grpo_micro,
+            grpo_len,
+            completions * grpo_len,
+            logit_positions=p.max_completion_length,
+            generation=(completions, grpo_len),
+            generated=p.max_completion_length,
+        ),
+        Workload(
+            "task GRPO",
+            task_micro,
+            task_len,
+            episodes * task_len,
+            logit_positions=budget,
+            generation=(episodes, task_len),
+            generated=p.max_episode_steps * p.max_completion_length,
+        ),
+    ]
 
 
 def memory_table(profile=None) -> list[dict]:
@@ -219,25 +283,45 @@ def memory_table(profile=None) -> list[dict]:
     for size, spec in QWEN25_VL.items():
         for method in ("qlora", "lora"):
             for w in gpu_workloads(profile):
-                mem = estimate_memory(spec, method, w.micro_batch, w.seq_len, w.logit_positions, generation=w.generation)
-                row = {"model": spec.name, "method": "QLoRA 4-bit" if method == "qlora" else "LoRA bf16",
-                       "stage": w.stage, "tokens_per_forward": w.micro_batch * w.seq_len,
-                       **{k: round(v / GB, 1) for k, v in mem.items()}}
+                mem = estimate_memory(
+                    spec, method, w.micro_batch, w.seq_len, w.logit_positions, generation=w.generation
+                )
+                row = {
+                    "model": spec.name,
+                    "method": "QLoRA 4-bit" if method == "qlora" else "LoRA bf16",
+                    "stage": w.stage,
+                    "tokens_per_forward": w.micro_batch * w.seq_len,
+                    **{k: round(v / GB, 1) for k, v in mem.items()},
+                }
                 for gb in GPUS:
                     row[f"fits_{gb}"] = mem["total"] <= gb * GB
-                    row[f"s_per_step_{gb}"] = round(estimate_step_seconds(spec, method, w.steps_tokens, gb, w.generated), 1)
+                    row[f"s_per_step_{gb}"] = round(
+                        estimate_step_seconds(spec, method, w.steps_tokens, gb, w.generated), 1
+                    )
                 rows.append(row)
     return rows
 
 
 def markdown_table(rows: list[dict] | None = None) -> str:
     rows = rows or memory_table()
-    head = ("| model | method | stage | tokens / forward | weights | LoRA + AdamW | activations | logits | KV cache "
-            "| **peak GB** | 24 GB | 40 GB | 80 GB |")
+    head = (
+        "| model | method | stage | tokens / forward | weights | LoRA + AdamW | activations | logits | KV cache "
+        "| **peak GB** | 24 GB | 40 GB | 80 GB |"
+    )
     out = [head, "|" + "---|" * 13]
     for r in rows:
-        cells = [r["model"], r["method"], r["stage"], f"{r['tokens_per_forward']:,}", r["weights"], r["trainable"],
-                 r["activations"], r["logits"], r["kv_cache"], f"**{r['total']}**"]
+        cells = [
+            r["model"],
+            r["method"],
+            r["stage"],
+            f"{r['tokens_per_forward']:,}",
+            r["weights"],
+            r["trainable"],
+            r["activations"],
+            r["logits"],
+            r["kv_cache"],
+            f"**{r['total']}**",
+        ]
         cells += [f"{'fits' if r[f'fits_{gb}'] else 'no'}, ~{r[f's_per_step_{gb}']} s" for gb in GPUS]
         out.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(out)

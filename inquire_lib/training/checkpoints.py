@@ -1,4 +1,5 @@
 """Named checkpoints of a profile: where each one lies and which exist."""
+
 from __future__ import annotations
 
 import json

@@ -12,6 +12,7 @@ Batches are global: each builder splits the profile's batch over the processes (
 Defaults live in `Profile` only. What is kept beside a checkpoint is the config's own dict
 (`config_record`), so a recorded run says every setting TRL ran with under TRL's own name.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,9 +42,15 @@ def _common(profile: Profile) -> dict:
     from ..runs.hardware import uses_bf16
 
     cpu = not torch.cuda.is_available()
-    return {"use_cpu": cpu, "bf16": uses_bf16(profile), "report_to": [], "seed": train_seed(profile),
-            "activation_checkpointing": profile.gradient_checkpointing, "dataloader_num_workers": 0,
-            "disable_tqdm": os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}}
+    return {
+        "use_cpu": cpu,
+        "bf16": uses_bf16(profile),
+        "report_to": [],
+        "seed": train_seed(profile),
+        "activation_checkpointing": profile.gradient_checkpointing,
+        "dataloader_num_workers": 0,
+        "disable_tqdm": os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"},
+    }
 
 
 def lora_config(profile: Profile, modules_to_save: tuple[str, ...] = ()):
@@ -51,9 +58,14 @@ def lora_config(profile: Profile, modules_to_save: tuple[str, ...] = ()):
     full beside it and saved with it (stage 0 of a pretrained model: its new vision tower, "visual")."""
     from peft import LoraConfig
 
-    return LoraConfig(r=profile.lora_r, lora_alpha=profile.lora_alpha, lora_dropout=profile.lora_dropout,
-                      target_modules=r".*language_model.*\.(" + "|".join(profile.lora_targets) + ")$",
-                      modules_to_save=list(modules_to_save) or None, task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=profile.lora_r,
+        lora_alpha=profile.lora_alpha,
+        lora_dropout=profile.lora_dropout,
+        target_modules=r".*language_model.*\.(" + "|".join(profile.lora_targets) + ")$",
+        modules_to_save=list(modules_to_save) or None,
+        task_type="CAUSAL_LM",
+    )
 
 
 def quantization_config(profile: Profile):
@@ -65,24 +77,42 @@ def quantization_config(profile: Profile):
     from transformers import BitsAndBytesConfig
 
     compute = torch.bfloat16 if (profile.bf16 and torch.cuda.is_available()) else torch.float32
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute,
-                              bnb_4bit_use_double_quant=True,
-                              llm_int8_skip_modules=["model.visual", "visual", "lm_head"])
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_compute_dtype=compute,
+        bnb_4bit_use_double_quant=True,
+        llm_int8_skip_modules=["model.visual", "visual", "lm_head"],
+    )
 
 
-def sft_config(profile: Profile, out_dir: str | Path, steps: int | None = None, lr: float | None = None,
-               warmup: int | None = None, processes: int | None = None):
+def sft_config(
+    profile: Profile,
+    out_dir: str | Path,
+    steps: int | None = None,
+    lr: float | None = None,
+    warmup: int | None = None,
+    processes: int | None = None,
+):
     """SFT on the completion tokens only, cosine schedule; `steps`, `lr` and `warmup` default to
     stage 1's (`sft_steps`, `sft_lr`, `sft_warmup_steps`); the base agent passes its own."""
     from trl import SFTConfig
 
     steps = steps or profile.sft_steps
     return SFTConfig(
-        output_dir=str(out_dir), max_steps=steps, **batch_kwargs(profile, "sft", processes),
-        learning_rate=profile.sft_lr if lr is None else lr, lr_scheduler_type="cosine",
-        warmup_steps=profile.sft_warmup_steps if warmup is None else warmup, weight_decay=0.0,
-        logging_steps=max(1, steps // 50), save_steps=profile.sft_save_steps, save_total_limit=2, max_length=None,
-        completion_only_loss=True, **_common(profile),
+        output_dir=str(out_dir),
+        max_steps=steps,
+        **batch_kwargs(profile, "sft", processes),
+        learning_rate=profile.sft_lr if lr is None else lr,
+        lr_scheduler_type="cosine",
+        warmup_steps=profile.sft_warmup_steps if warmup is None else warmup,
+        weight_decay=0.0,
+        logging_steps=max(1, steps // 50),
+        save_steps=profile.sft_save_steps,
+        save_total_limit=2,
+        max_length=None,
+        completion_only_loss=True,
+        **_common(profile),
     )
 
 
@@ -104,8 +134,9 @@ def reward_weights(profile: Profile, reward_names) -> list[float]:
     return [float(weights[n]) for n in reward_names]
 
 
-def grpo_config(profile: Profile, out_dir: str | Path, reward_names=None,
-                steps: int | None = None, processes: int | None = None):
+def grpo_config(
+    profile: Profile, out_dir: str | Path, reward_names=None, steps: int | None = None, processes: int | None = None
+):
     """Action-level GRPO: `grpo_prompts_per_step` prompts x `num_generations` completions a step,
     constant learning rate `grpo_lr`, KL weight `beta`, loss on the `top_entropy_quantile` tokens."""
     from trl import GRPOConfig
@@ -113,19 +144,35 @@ def grpo_config(profile: Profile, out_dir: str | Path, reward_names=None,
     steps = steps or profile.grpo_steps
     reward_names = profile.reward_funcs if reward_names is None else reward_names
     return GRPOConfig(
-        output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
+        output_dir=str(out_dir),
+        max_steps=steps,
+        learning_rate=profile.grpo_lr,
+        lr_scheduler_type="constant",
         **batch_kwargs(profile, "grpo", processes),
-        num_generations=profile.num_generations, max_completion_length=profile.max_completion_length,
-        temperature=profile.temperature, beta=profile.beta, top_entropy_quantile=profile.top_entropy_quantile,
-        num_iterations=profile.grpo_iterations, reward_weights=reward_weights(profile, reward_names),
-        loss_type=profile.loss_type, scale_rewards=profile.scale_rewards,
-        logging_steps=1, log_completions=False, **grpo_save_kwargs(profile, steps), **vllm_kwargs(profile),
+        num_generations=profile.num_generations,
+        max_completion_length=profile.max_completion_length,
+        temperature=profile.temperature,
+        beta=profile.beta,
+        top_entropy_quantile=profile.top_entropy_quantile,
+        num_iterations=profile.grpo_iterations,
+        reward_weights=reward_weights(profile, reward_names),
+        loss_type=profile.loss_type,
+        scale_rewards=profile.scale_rewards,
+        logging_steps=1,
+        log_completions=False,
+        **grpo_save_kwargs(profile, steps),
+        **vllm_kwargs(profile),
         **_common(profile),
     )
 
 
-def task_grpo_config(profile: Profile, out_dir: str | Path, max_completion_length: int, steps: int | None = None,
-                     processes: int | None = None):
+def task_grpo_config(
+    profile: Profile,
+    out_dir: str | Path,
+    max_completion_length: int,
+    steps: int | None = None,
+    processes: int | None = None,
+):
     """Task-level GRPO: `task_num_generations` episodes per task, at most `max_episode_steps` tool
     calls each; `max_completion_length` is the whole episode's token budget, each turn's answer is
     bounded like a stage 1-2 completion."""
@@ -133,13 +180,24 @@ def task_grpo_config(profile: Profile, out_dir: str | Path, max_completion_lengt
 
     steps = steps or profile.task_grpo_steps
     return GRPOConfig(
-        output_dir=str(out_dir), max_steps=steps, learning_rate=profile.grpo_lr, lr_scheduler_type="constant",
+        output_dir=str(out_dir),
+        max_steps=steps,
+        learning_rate=profile.grpo_lr,
+        lr_scheduler_type="constant",
         **batch_kwargs(profile, "task", processes),
-        num_generations=profile.task_num_generations, max_completion_length=max_completion_length,
-        max_tool_calling_iterations=profile.max_episode_steps, temperature=profile.temperature, beta=profile.beta,
-        loss_type=profile.loss_type, scale_rewards=profile.scale_rewards,
-        logging_steps=1, save_steps=max(1, steps // 3), save_total_limit=2, log_completions=False,
-        generation_kwargs={"max_new_tokens": profile.max_completion_length}, **_common(profile),
+        num_generations=profile.task_num_generations,
+        max_completion_length=max_completion_length,
+        max_tool_calling_iterations=profile.max_episode_steps,
+        temperature=profile.temperature,
+        beta=profile.beta,
+        loss_type=profile.loss_type,
+        scale_rewards=profile.scale_rewards,
+        logging_steps=1,
+        save_steps=max(1, steps // 3),
+        save_total_limit=2,
+        log_completions=False,
+        generation_kwargs={"max_new_tokens": profile.max_completion_length},
+        **_common(profile),
     )
 
 

@@ -16,6 +16,7 @@ state it has no data for, and errors compound. DAgger (Ross et al., 2011) closes
 The objective of each round is exactly SFT's, on a data set whose states come from the policy's own
 distribution. The expert reads the environment's position on the gold path, which only it may.
 """
+
 from __future__ import annotations
 
 import io
@@ -69,12 +70,23 @@ def label_state(env: PhoneEnv, record: dict, round_index: int, turn: int, id_pre
     bbox = list(step.screen.element(step.target).bbox) if step is not None and step.target else [-1, -1, -1, -1]
     prev = record["prev_screenshot"]
     return {
-        "id": f"{id_prefix or f'dagger-r{round_index}'}/{task.task_id}/{turn}", "task_id": task.task_id, "step": turn,
-        "num_steps": len(task.steps), "app": task.app, "template": task.template, "category": task.category,
-        "subcategory": task.subcategory, "instruction": task.instruction, "history": list(record["history"]),
-        "screenshot": screen_png(env.screen), "prev_screenshot": None if prev is None else _png(prev),
-        "a11y": record["a11y"], "gold_action": json.dumps(action.to_arguments()), "gold_bbox": bbox,
-        "gold_think": think, "inquiry_required": bool(step is not None and step.inquiry),
+        "id": f"{id_prefix or f'dagger-r{round_index}'}/{task.task_id}/{turn}",
+        "task_id": task.task_id,
+        "step": turn,
+        "num_steps": len(task.steps),
+        "app": task.app,
+        "template": task.template,
+        "category": task.category,
+        "subcategory": task.subcategory,
+        "instruction": task.instruction,
+        "history": list(record["history"]),
+        "screenshot": screen_png(env.screen),
+        "prev_screenshot": None if prev is None else _png(prev),
+        "a11y": record["a11y"],
+        "gold_action": json.dumps(action.to_arguments()),
+        "gold_bbox": bbox,
+        "gold_think": think,
+        "inquiry_required": bool(step is not None and step.inquiry),
         "inquiry_reason": step.inquiry.reason if step is not None and step.inquiry else "",
         "user_reply": step.inquiry.reply if step is not None and step.inquiry else "",
         "_off_path": off_path(env, turn),
@@ -94,8 +106,9 @@ class Labeller:
     `repeat_key` (0: no cap); with probability `beta` per turn the expert's own action is played
     instead of the policy's (the state is labelled all the same)."""
 
-    def __init__(self, profile: Profile, round_index: int, beta: float = 0.0, seed: int = 0,
-                 id_prefix: str | None = None):
+    def __init__(
+        self, profile: Profile, round_index: int, beta: float = 0.0, seed: int = 0, id_prefix: str | None = None
+    ):
         self.profile, self.round_index, self.beta, self.id_prefix = profile, round_index, beta, id_prefix
         self.rng = random.Random(f"dagger:{seed}:{round_index}")
         self.states: list[dict] = []
@@ -126,14 +139,17 @@ class Labeller:
                     self.repeats_dropped += 1
                 if self.beta > 0 and self.rng.random() < self.beta:
                     think, action = expert_act(env)
-                    outs[i] = format_completion(think if self.profile.use_think else None, frame.action_to_model(action))
+                    outs[i] = format_completion(
+                        think if self.profile.use_think else None, frame.action_to_model(action)
+                    )
             return outs
 
         return act
 
 
-def labelled_rollout(profile: Profile, path: str, round_index: int, tasks: list, beta: float = 0.0,
-                     id_prefix: str | None = None) -> tuple[Labeller, list[dict]]:
+def labelled_rollout(
+    profile: Profile, path: str, round_index: int, tasks: list, beta: float = 0.0, id_prefix: str | None = None
+) -> tuple[Labeller, list[dict]]:
     """Play the checkpoint at `path` greedily on `tasks`, every visited state labelled by the expert
     (`Labeller`); returns (the labeller, which holds the states, and the episodes) and frees the model."""
     from ..evaluation.episodes import model_policy, run_episodes
@@ -179,5 +195,14 @@ def continue_sft(profile: Profile, start: str, states: list[dict], out_dir, step
 
     expert = training_records(sft_split(profile), profile, 1.0, profile.sft_inquiry_oversample)
     train = aggregate(expert, training_records(to_dataset(states), profile, 1.0, 1), profile.dagger_mix)
-    return _run_sft(profile, start=start, out_dir=out_dir, inquiry_fraction=1.0, steps=steps, lr=profile.dagger_lr,
-                    warmup=max(1, steps // 20), train=train, callbacks=callbacks)
+    return _run_sft(
+        profile,
+        start=start,
+        out_dir=out_dir,
+        inquiry_fraction=1.0,
+        steps=steps,
+        lr=profile.dagger_lr,
+        warmup=max(1, steps // 20),
+        train=train,
+        callbacks=callbacks,
+    )

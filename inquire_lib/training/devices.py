@@ -10,6 +10,7 @@ processes takes the same optimizer steps on the same number of examples as a run
 
     per-device batch = global batch / (processes x gradient accumulation steps)
 """
+
 from __future__ import annotations
 
 import os
@@ -41,6 +42,7 @@ def wait_for_everyone() -> None:
     """A barrier across the processes of a run; nothing in one process."""
     if world_size() > 1:
         from accelerate import PartialState
+
         PartialState().wait_for_everyone()
 
 
@@ -52,7 +54,8 @@ def require_device(profile: Profile) -> None:
     raise DeviceError(
         f"profile {profile.name!r} needs a CUDA GPU and torch sees none (torch {torch.__version__}, "
         f"built for CUDA {torch.version.cuda or 'none'}). Check `nvidia-smi` and that torch is a CUDA build; "
-        f"use the cpu or smoke profile on CPU, or set {ALLOW_CPU_ENV}=1 to run it on CPU anyway.")
+        f"use the cpu or smoke profile on CPU, or set {ALLOW_CPU_ENV}=1 to run it on CPU anyway."
+    )
 
 
 def per_device_batch(global_batch: int, grad_accum: int = 1, processes: int | None = None) -> int:
@@ -60,8 +63,10 @@ def per_device_batch(global_batch: int, grad_accum: int = 1, processes: int | No
     processes = world_size() if processes is None else processes
     share = processes * grad_accum
     if global_batch % share:
-        raise ValueError(f"a global batch of {global_batch} does not split over {processes} process(es) x "
-                         f"{grad_accum} accumulation step(s); change the batch or the accumulation")
+        raise ValueError(
+            f"a global batch of {global_batch} does not split over {processes} process(es) x "
+            f"{grad_accum} accumulation step(s); change the batch or the accumulation"
+        )
     return global_batch // share
 
 
@@ -78,8 +83,10 @@ def batch_kwargs(profile: Profile, stage: str, processes: int | None = None) -> 
         total, accum = profile.grpo_prompts_per_step * profile.task_num_generations, profile.task_grad_accum
     else:
         raise ValueError(f"unknown stage {stage!r}")
-    return {"per_device_train_batch_size": per_device_batch(total, accum, processes),
-            "gradient_accumulation_steps": accum}
+    return {
+        "per_device_train_batch_size": per_device_batch(total, accum, processes),
+        "gradient_accumulation_steps": accum,
+    }
 
 
 def vllm_kwargs(profile: Profile) -> dict:
@@ -145,11 +152,13 @@ def resolve_model(profile: Profile) -> str:
         return str(Path(source).expanduser())
     if os.environ.get("HF_HUB_OFFLINE") == "1":
         from huggingface_hub import snapshot_download
+
         try:
             return snapshot_download(source, local_files_only=True)
         except Exception as exc:  # not in the cache (or not a valid id)
             raise FileNotFoundError(
                 f"model {source!r} is not a local folder and HF_HUB_OFFLINE=1 forbids a download "
                 f"({type(exc).__name__}); point at a local copy with {MODEL_ENV}=/path/to/model or "
-                f"`--set model=/path/to/model`") from None
+                f"`--set model=/path/to/model`"
+            ) from None
     return source

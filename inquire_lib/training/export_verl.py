@@ -20,6 +20,7 @@ signature; this file is what `custom_reward_function.path` points at) scores a c
 very reward functions GRPO trains on (`agent/rewards.py`: format, action, inquiry), weighted by the
 profile's `reward_weights`, with the profile's missed/needless penalties carried in `extra_info`.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,6 +44,7 @@ def _png(image) -> bytes:
     if isinstance(image, dict) and image.get("bytes"):
         return image["bytes"]
     from ..data.benchmark import png_bytes
+
     return png_bytes(image)
 
 
@@ -54,23 +56,39 @@ def verl_rows(records, profile, split: str) -> list[dict]:
         n_images = sum(m["content"].count(IMAGE) for m in messages)
         if n_images != len(rec["images"]):
             raise ValueError(f"{rec['id']}: {n_images} <image> placeholders for {len(rec['images'])} images")
-        truth = json.dumps({"action": json.loads(rec["gold_action"]), "bbox": rec["gold_bbox"],
-                            "inquiry_required": bool(rec["inquiry_required"])}, sort_keys=True)
-        rows.append({
-            "data_source": DATA_SOURCE,
-            "prompt": messages,
-            "images": [{"bytes": _png(img), "path": None} for img in rec["images"]],
-            "ability": ABILITY,
-            "reward_model": {"style": "rule", "ground_truth": truth},
-            "extra_info": {"split": split, "index": i, "id": rec["id"], "category": rec["category"],
-                           "subcategory": rec["subcategory"], "inquiry_required": bool(rec["inquiry_required"]),
-                           "frame_w": int(rec["frame_w"]), "frame_h": int(rec["frame_h"]),
-                           "require_think": bool(profile.use_think), "missed_penalty": float(profile.missed_penalty),
-                           "needless_penalty": float(profile.needless_penalty),
-                           "reward_weights": [float(profile.reward_weights[k]) for k in REWARD_NAMES]},
-            "problem": messages[-1]["content"],
-            "answer": truth,
-        })
+        truth = json.dumps(
+            {
+                "action": json.loads(rec["gold_action"]),
+                "bbox": rec["gold_bbox"],
+                "inquiry_required": bool(rec["inquiry_required"]),
+            },
+            sort_keys=True,
+        )
+        rows.append(
+            {
+                "data_source": DATA_SOURCE,
+                "prompt": messages,
+                "images": [{"bytes": _png(img), "path": None} for img in rec["images"]],
+                "ability": ABILITY,
+                "reward_model": {"style": "rule", "ground_truth": truth},
+                "extra_info": {
+                    "split": split,
+                    "index": i,
+                    "id": rec["id"],
+                    "category": rec["category"],
+                    "subcategory": rec["subcategory"],
+                    "inquiry_required": bool(rec["inquiry_required"]),
+                    "frame_w": int(rec["frame_w"]),
+                    "frame_h": int(rec["frame_h"]),
+                    "require_think": bool(profile.use_think),
+                    "missed_penalty": float(profile.missed_penalty),
+                    "needless_penalty": float(profile.needless_penalty),
+                    "reward_weights": [float(profile.reward_weights[k]) for k in REWARD_NAMES],
+                },
+                "problem": messages[-1]["content"],
+                "answer": truth,
+            }
+        )
     return rows
 
 
@@ -111,7 +129,8 @@ def export_verl(profile, out: str | Path, splits=("train", "validation")) -> dic
         f"  data.prompt_key=prompt data.image_key=images\n"
         f"  custom_reward_function.path={info['reward']} custom_reward_function.name=compute_score\n"
         f"EasyR1: data.prompt_key=problem data.answer_key=answer data.image_key=images (the system prompt\n"
-        f"goes in data.format_prompt); rows: {json.dumps({s: info[s] for s in splits})}\n")
+        f"goes in data.format_prompt); rows: {json.dumps({s: info[s] for s in splits})}\n"
+    )
     return info
 
 
@@ -125,10 +144,16 @@ def score_parts(solution_str: str, ground_truth: str, extra_info: dict | None = 
     gold, bbox = json.dumps(truth["action"]), truth.get("bbox")
     required = bool(truth["inquiry_required"])
     fmt = make_format_reward(bool(extra.get("require_think", True)))([solution_str])[0]
-    act = action_reward([solution_str], gold_action=[gold], gold_bbox=[bbox], frame_w=[extra.get("frame_w")],
-                        frame_h=[extra.get("frame_h")])[0]
+    act = action_reward(
+        [solution_str],
+        gold_action=[gold],
+        gold_bbox=[bbox],
+        frame_w=[extra.get("frame_w")],
+        frame_h=[extra.get("frame_h")],
+    )[0]
     inq = make_inquiry_reward(float(extra.get("missed_penalty", 0.5)), float(extra.get("needless_penalty", 0.5)))(
-        [solution_str], inquiry_required=[required])[0]
+        [solution_str], inquiry_required=[required]
+    )[0]
     return {"format": fmt, "action": act, "inquiry": inq}
 
 

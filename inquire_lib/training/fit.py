@@ -1,4 +1,5 @@
 """What every stage's trainer shares: the result it returns and how it is run and saved."""
+
 from __future__ import annotations
 
 import contextlib
@@ -66,8 +67,11 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
     if devices.is_main_process():
         discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
     checkpoint = last_checkpoint(out_dir) if resume else None
-    restored = (checkpoint is not None and not getattr(trainer, "is_deepspeed_enabled", False)  # DeepSpeed restores its own
-                and restore_full_weights(trainer.model, checkpoint))
+    restored = (
+        checkpoint is not None
+        and not getattr(trainer, "is_deepspeed_enabled", False)  # DeepSpeed restores its own
+        and restore_full_weights(trainer.model, checkpoint)
+    )
     t0 = time.time()
     with _quiet_key_mismatch(restored):
         trainer.train(resume_from_checkpoint=checkpoint)
@@ -108,7 +112,9 @@ def _quiet_key_mismatch(active: bool):
     """Drop the Trainer's notice that every key of the checkpoint is missing and unexpected: after
     `restore_full_weights` put the weights in place, that notice is wrong."""
     log = logging.getLogger("transformers.trainer")
-    notice = lambda record: not record.getMessage().startswith(("There were missing keys", "There were unexpected keys"))
+    notice = lambda record: not record.getMessage().startswith(
+        ("There were missing keys", "There were unexpected keys")
+    )
     if active:
         log.addFilter(notice)
     try:
@@ -120,4 +126,5 @@ def _quiet_key_mismatch(active: bool):
 def last_checkpoint(out_dir: Path) -> str | None:
     """The newest complete checkpoint of a run (half-saved newer ones are discarded), or None."""
     from ..runs.integrity import last_complete_checkpoint
+
     return last_complete_checkpoint(out_dir, discard_incomplete=True)

@@ -5,6 +5,7 @@ For each prompt, `num_generations` sampled completions are scored by the verifia
 `beta` to the starting policy (0 drops the reference). Checkpoints are kept for `training.selection`
 to choose from on the validation split; a finished run with the same inputs can be reused.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,8 +57,10 @@ def grpo_records(profile: Profile, n: int | None = None, start: str | None = Non
     if k_detour:
         detours = grpo_detours(profile)
         if len(detours) == 0:
-            raise ValueError(f"grpo_detour_share={profile.grpo_detour_share} but {profile.grpo_detour_tasks} "
-                             "grpo_detour_tasks give no step off the path")
+            raise ValueError(
+                f"grpo_detour_share={profile.grpo_detour_share} but {profile.grpo_detour_tasks} "
+                "grpo_detour_tasks give no step off the path"
+            )
         parts.append(detours.select(pick(range(len(detours)), k_detour)).cast(parts[0].features))
     if k_mistake:
         parts.append(mistakes.select(pick(range(len(mistakes)), k_mistake)).cast(parts[0].features))
@@ -75,14 +78,24 @@ def _mistake_pool(profile: Profile, start: str | None) -> datasets.Dataset:
         raise ValueError(f"grpo_mistake_share={profile.grpo_mistake_share} needs the start checkpoint")
     mistakes = mistake_states(profile, start)
     if len(mistakes) == 0:
-        raise ValueError(f"grpo_mistake_share={profile.grpo_mistake_share} but the start makes no mistake "
-                         f"on {profile.grpo_mistake_tasks} grpo_mistake_tasks")
+        raise ValueError(
+            f"grpo_mistake_share={profile.grpo_mistake_share} but the start makes no mistake "
+            f"on {profile.grpo_mistake_tasks} grpo_mistake_tasks"
+        )
     return mistakes
 
 
-def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: bool = False,
-         max_steps: int | None = None, train: datasets.Dataset | None = None, reward_names=None,
-         callbacks=None, reuse: bool = False) -> TrainResult:
+def grpo(
+    profile: str | Profile,
+    start: str | None,
+    name: str = "grpo",
+    resume: bool = False,
+    max_steps: int | None = None,
+    train: datasets.Dataset | None = None,
+    reward_names=None,
+    callbacks=None,
+    reuse: bool = False,
+) -> TrainResult:
     """Stage 2 from the checkpoint `start` (an SFT output: adapter or full model).
 
     Each step samples `num_generations` completions for each of `grpo_prompts_per_step` prompts at
@@ -113,23 +126,47 @@ def grpo(profile: str | Profile, start: str | None, name: str = "grpo", resume: 
     prompts = prompts_digest(train)
     rewards = build_reward_funcs(reward_names, profile)
     reward_params = {f.__name__: f.params for f in rewards}  # penalties and the like, as the rewards use them
-    if reuse and (done := finished_run(out_dir, start, start_digest, list(reward_names), record, len(train),
-                                       prompts, reward_params)):
+    if reuse and (
+        done := finished_run(
+            out_dir, start, start_digest, list(reward_names), record, len(train), prompts, reward_params
+        )
+    ):
         return done
     shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
     model, processor = load_checkpoint(profile, start, trainable=True)
     processor.tokenizer.padding_side = "left"
     peft_config = lora_config(profile) if (profile.lora and not is_adapter) else None
     with trainer_tracking(profile, name) as tracking:  # the record above stays free of where logs go
-        trainer = GRPOTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
-                              processing_class=processor, reward_funcs=rewards,
-                              peft_config=peft_config, callbacks=callbacks)
-    final, seconds = fit(trainer, out_dir, resume, meta=lambda folder, seconds: {
-        "stage": "grpo", "profile": profile.name, "start": start, "start_digest": start_digest,
-        "adapter": (folder / "adapter_config.json").exists(), "base": base_of(start, profile),
-        "seconds": seconds, "rewards": list(reward_names), "config": record, "n_examples": len(train),
-        "prompts_digest": prompts, "reward_params": reward_params,
-        "log_history": trainer.state.log_history, "samples": last_samples(trainer)})
+        trainer = GRPOTrainer(
+            model=model,
+            args=use_tracking(config, tracking),
+            train_dataset=train,
+            processing_class=processor,
+            reward_funcs=rewards,
+            peft_config=peft_config,
+            callbacks=callbacks,
+        )
+    final, seconds = fit(
+        trainer,
+        out_dir,
+        resume,
+        meta=lambda folder, seconds: {
+            "stage": "grpo",
+            "profile": profile.name,
+            "start": start,
+            "start_digest": start_digest,
+            "adapter": (folder / "adapter_config.json").exists(),
+            "base": base_of(start, profile),
+            "seconds": seconds,
+            "rewards": list(reward_names),
+            "config": record,
+            "n_examples": len(train),
+            "prompts_digest": prompts,
+            "reward_params": reward_params,
+            "log_history": trainer.state.log_history,
+            "samples": last_samples(trainer),
+        },
+    )
     adapter = (final / "adapter_config.json").exists()
     samples = last_samples(trainer)
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, samples)
@@ -143,8 +180,16 @@ def prompts_digest(train: datasets.Dataset) -> str:
     return hashlib.sha256(json.dumps(list(train["id"])).encode()).hexdigest()
 
 
-def finished_run(out_dir: Path, start: str | None, start_digest: str, reward_names: list, config: dict,
-                 n_examples: int, prompts: str, reward_params: dict) -> TrainResult | None:
+def finished_run(
+    out_dir: Path,
+    start: str | None,
+    start_digest: str,
+    reward_names: list,
+    config: dict,
+    n_examples: int,
+    prompts: str,
+    reward_params: dict,
+) -> TrainResult | None:
     """The recorded result of a finished, complete GRPO run from the same start, with the same
     rewards and their parameters (penalties), the same prompts (`prompts_digest`) and the same config
     (`configs.config_record`), else None. The start is matched on its content (`model_digest`) as
@@ -156,10 +201,15 @@ def finished_run(out_dir: Path, start: str | None, start_digest: str, reward_nam
     if verify(final) is not None:
         return None
     rec = json.loads((final / "inquire_train.json").read_text())
-    same = (rec.get("start") == start and rec.get("start_digest") == start_digest
-            and rec.get("rewards") == reward_names and rec.get("n_examples") == n_examples
-            and rec.get("prompts_digest") == prompts and rec.get("reward_params") == reward_params
-            and config == rec.get("config"))
+    same = (
+        rec.get("start") == start
+        and rec.get("start_digest") == start_digest
+        and rec.get("rewards") == reward_names
+        and rec.get("n_examples") == n_examples
+        and rec.get("prompts_digest") == prompts
+        and rec.get("reward_params") == reward_params
+        and config == rec.get("config")
+    )
     if not same or "log_history" not in rec:
         return None
     return TrainResult(str(final), rec["adapter"], rec["log_history"], n_examples, rec["seconds"], rec["samples"])
@@ -173,8 +223,20 @@ def last_samples(trainer) -> list[dict]:
     advantages = list(logs.get("advantages", []))
     out = []
     for i, c in enumerate(completions):
-        text = c if isinstance(c, str) else (c[0]["content"] if isinstance(c[0].get("content"), str) else
-                                             "".join(part.get("text", "") for part in c[0]["content"]))
-        out.append({"completion": text, "rewards": {k: v[i] for k, v in rewards.items() if i < len(v)},
-                    "advantage": advantages[i] if i < len(advantages) else float("nan")})
+        text = (
+            c
+            if isinstance(c, str)
+            else (
+                c[0]["content"]
+                if isinstance(c[0].get("content"), str)
+                else "".join(part.get("text", "") for part in c[0]["content"])
+            )
+        )
+        out.append(
+            {
+                "completion": text,
+                "rewards": {k: v[i] for k, v in rewards.items() if i < len(v)},
+                "advantage": advantages[i] if i < len(advantages) else float("nan"),
+            }
+        )
     return out

@@ -16,6 +16,7 @@ GRPO prices exactly the choices the start gets wrong where it meets them. The st
 start's weights: they are cached under the start's content digest (`training.models.model_digest`)
 and the settings that shape the play.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,8 +38,10 @@ _KEY_NAMES = {"grpo_mistake_tasks": "tasks", "grpo_mistake_outcomes": "outcomes"
 
 
 def mistake_tasks(profile: Profile) -> list:
-    return [task_at(profile.seed, "train", GRPO_MISTAKES_FIRST + i, profile.train_values)
-            for i in range(profile.grpo_mistake_tasks)]
+    return [
+        task_at(profile.seed, "train", GRPO_MISTAKES_FIRST + i, profile.train_values)
+        for i in range(profile.grpo_mistake_tasks)
+    ]
 
 
 def mistakes_of(labelled: list[dict], played: list[dict], outcomes=None) -> list[dict]:

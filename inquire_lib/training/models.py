@@ -6,6 +6,7 @@ special tokens, a stock `Qwen2VLImageProcessor` bounded to tens of image tokens,
 chat template. It is saved and reloaded through the `Auto*` classes, exactly like a hub checkpoint,
 so every later stage runs the same code on a tiny model (CPU) or a real one (GPU).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -21,15 +22,31 @@ from ..profiles import TOKENIZER_DIGITS, TOKENIZER_SLOTS, TOKENIZER_SPACES, Prof
 from ..runs.paths import atomic_dir, cache_dir
 from .configs import quantization_config
 
-QWEN_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
-                "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
-                "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]
+QWEN_SPECIAL = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
 # Markers the rewards must see after decoding: ordinary added tokens (as Qwen registers them), never
 # special ones, since GRPO decodes with skip_special_tokens=True.
 MARKERS = ["<tool_call>", "</tool_call>", "<think>", "</think>"]
 # the tokenizer's profile fields and their choices, the default first
-TOKENIZER_FIELDS = {"tokenizer_spaces": TOKENIZER_SPACES, "tokenizer_digits": TOKENIZER_DIGITS,
-                    "tokenizer_slots": TOKENIZER_SLOTS}
+TOKENIZER_FIELDS = {
+    "tokenizer_spaces": TOKENIZER_SPACES,
+    "tokenizer_digits": TOKENIZER_DIGITS,
+    "tokenizer_slots": TOKENIZER_SLOTS,
+}
 # the ones that change only how text is cut, never the vocabulary: a model trained with their defaults
 # reads the same ids with any of their choices
 CUT_ONLY = ("tokenizer_digits", "tokenizer_slots")
@@ -38,6 +55,7 @@ CUT_ONLY = ("tokenizer_digits", "tokenizer_slots")
 def tokenizer_settings(profile: Profile) -> dict[str, str]:
     """The profile's tokenizer fields that are not their defaults."""
     return {f: getattr(profile, f) for f, choices in TOKENIZER_FIELDS.items() if getattr(profile, f) != choices[0]}
+
 
 TINY_SIZES = {
     # text hidden, layers, heads, kv heads, mlp, vision hidden, vision depth, vocab
@@ -48,6 +66,7 @@ TINY_SIZES = {
 
 def _slot_tokens() -> list[str]:
     from ..world.apps import SLOT_IDS
+
     return [f"<{s}>" for s in SLOT_IDS]
 
 
@@ -68,8 +87,9 @@ def _corpus(n_tasks: int = 600, seed: int = 12345, train_values: str = "fixed") 
     return lines
 
 
-def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = "attached", digits: str = "merged",
-                    slots: str = "apart"):
+def build_tokenizer(
+    vocab_size: int, train_values: str = "fixed", spaces: str = "attached", digits: str = "merged", slots: str = "apart"
+):
     """A byte-level BPE trained on the world's text; `spaces`, `digits` and `slots` are the profile's
     `tokenizer_spaces`, `tokenizer_digits` and `tokenizer_slots`."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -82,70 +102,121 @@ def build_tokenizer(vocab_size: int, train_values: str = "fixed", spaces: str = 
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
     # "isolated": every space its own piece before GPT-2's word split, so no token starts with a space and
     # a value reads the same after a space (instruction, screen) and after a quote (the action)
-    tok.pre_tokenizer = byte_level if spaces == "attached" else pre_tokenizers.Sequence(
-        [pre_tokenizers.Split(" ", behavior="isolated"), byte_level])
+    tok.pre_tokenizer = (
+        byte_level
+        if spaces == "attached"
+        else pre_tokenizers.Sequence([pre_tokenizers.Split(" ", behavior="isolated"), byte_level])
+    )
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=QWEN_SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=QWEN_SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     tok.train_from_iterator(_corpus(train_values=train_values), trainer=trainer)
     if digits == "split":
         # cut after training, so the vocabulary is the merged one's, token for token: its merges of
         # digits are never reached, and a model trained with merged digits reads the same ids otherwise
-        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex("[0-9]"), behavior="isolated"),
-                                                     tok.pre_tokenizer])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   unk_token=None, model_max_length=4096)
+        tok.pre_tokenizer = pre_tokenizers.Sequence(
+            [pre_tokenizers.Split(Regex("[0-9]"), behavior="isolated"), tok.pre_tokenizer]
+        )
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None, model_max_length=4096
+    )
     # ordinary added tokens: they survive skip_special_tokens; joined, in the same order, so the same ids
-    fast.add_tokens(MARKERS + (_slot_tokens() if slots == "apart" else
-                               [AddedToken(" " + t, normalized=False) for t in _slot_tokens()]))
+    fast.add_tokens(
+        MARKERS
+        + (_slot_tokens() if slots == "apart" else [AddedToken(" " + t, normalized=False) for t in _slot_tokens()])
+    )
     return fast
 
 
 def chat_template() -> str:
     from trl.chat_template_utils import qwen2_5_vl_chat_template
+
     return qwen2_5_vl_chat_template
 
 
 def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, profile: Profile | None = None) -> Path:
     """Build (or reuse) a random-weight Qwen2.5-VL of the given size with its processor, in `out_dir`."""
-    from transformers import (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor,
-                              Qwen2VLImageProcessor, Qwen2VLVideoProcessor)
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
 
     from ..runs.integrity import check_cache, write_marker
     from .weights import check_weights
 
     out_dir = Path(out_dir)
-    if check_cache(out_dir, adopt=lambda: (out_dir / "config.json").exists() and (out_dir / "tokenizer.json").exists()
-                   and check_weights(out_dir) > 0):
+    if check_cache(
+        out_dir,
+        adopt=lambda: (out_dir / "config.json").exists()
+        and (out_dir / "tokenizer.json").exists()
+        and check_weights(out_dir) > 0,
+    ):
         return out_dir
     spec = TINY_SIZES[size]
     from ..profiles import get_profile
+
     profile = profile or get_profile("smoke" if size == "smoke" else "cpu")
     torch.manual_seed(seed)
     random.seed(seed)
-    tok = build_tokenizer(spec["vocab"], profile.train_values, profile.tokenizer_spaces, profile.tokenizer_digits,
-                          profile.tokenizer_slots)
-    image_proc = Qwen2VLImageProcessor(min_pixels=profile.min_pixels, max_pixels=profile.max_pixels,
-                                       size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels})
-    processor = Qwen2_5_VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=Qwen2VLVideoProcessor(),
-                                    chat_template=chat_template())
+    tok = build_tokenizer(
+        spec["vocab"], profile.train_values, profile.tokenizer_spaces, profile.tokenizer_digits, profile.tokenizer_slots
+    )
+    image_proc = Qwen2VLImageProcessor(
+        min_pixels=profile.min_pixels,
+        max_pixels=profile.max_pixels,
+        size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels},
+    )
+    processor = Qwen2_5_VLProcessor(
+        image_processor=image_proc,
+        tokenizer=tok,
+        video_processor=Qwen2VLVideoProcessor(),
+        chat_template=chat_template(),
+    )
     head_dim = spec["hidden"] // spec["heads"]
     quarter = head_dim // 4
-    ids = {t: tok.convert_tokens_to_ids(t) for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")}
+    ids = {
+        t: tok.convert_tokens_to_ids(t)
+        for t in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+    }
     config = Qwen2_5_VLConfig(
         text_config=dict(
-            vocab_size=len(tok), hidden_size=spec["hidden"], intermediate_size=spec["mlp"],
-            num_hidden_layers=spec["layers"], num_attention_heads=spec["heads"], num_key_value_heads=spec["kv"],
-            max_position_embeddings=4096, rms_norm_eps=1e-6, tie_word_embeddings=True,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
-                             "mrope_section": [head_dim // 2 - 2 * quarter, quarter, quarter]},
-            bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"), eos_token_id=tok.eos_token_id,
+            vocab_size=len(tok),
+            hidden_size=spec["hidden"],
+            intermediate_size=spec["mlp"],
+            num_hidden_layers=spec["layers"],
+            num_attention_heads=spec["heads"],
+            num_key_value_heads=spec["kv"],
+            max_position_embeddings=4096,
+            rms_norm_eps=1e-6,
+            tie_word_embeddings=True,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": [head_dim // 2 - 2 * quarter, quarter, quarter],
+            },
+            bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
+            eos_token_id=tok.eos_token_id,
             pad_token_id=tok.pad_token_id,
         ),
-        vision_config=dict(depth=spec["v_depth"], hidden_size=spec["v_hidden"], intermediate_size=spec["v_hidden"] * 2,
-                           num_heads=2, out_hidden_size=spec["hidden"], fullatt_block_indexes=[spec["v_depth"] - 1]),
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        vision_config=dict(
+            depth=spec["v_depth"],
+            hidden_size=spec["v_hidden"],
+            intermediate_size=spec["v_hidden"] * 2,
+            num_heads=2,
+            out_hidden_size=spec["hidden"],
+            fullatt_block_indexes=[spec["v_depth"] - 1],
+        ),
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
         tie_word_embeddings=True,
     )
     model = Qwen2_5_VLForConditionalGeneration(config)
@@ -167,7 +238,9 @@ def tiny_dir(profile: Profile) -> Path:
     that kind of training text) and each tokenizer setting; the defaults keep the name it always had."""
     size = profile.model.split(":", 1)[1]
     suffix = "" if profile.train_values == "fixed" else f"-{profile.train_values}"
-    suffix += "".join(f"-{field.removeprefix('tokenizer_')}-{value}" for field, value in tokenizer_settings(profile).items())
+    suffix += "".join(
+        f"-{field.removeprefix('tokenizer_')}-{value}" for field, value in tokenizer_settings(profile).items()
+    )
     return cache_dir() / "models" / f"tiny-{size}-s{profile.seed}{suffix}"
 
 
@@ -178,9 +251,11 @@ def model_path(profile: Profile) -> str:
         size = profile.model.split(":", 1)[1]
         return str(build_tiny_model(tiny_dir(profile), size, profile.seed, profile))
     from .pretrained import PRETRAINED, build_pretrained_model, pretrained_dir
+
     if profile.model in PRETRAINED:
         return str(build_pretrained_model(pretrained_dir(profile), profile, profile.seed))
     from .devices import resolve_model
+
     return resolve_model(profile)
 
 
@@ -205,6 +280,7 @@ def disable_bnb_cpu_repack(model) -> int:
 
 def load_processor(path: str, profile: Profile):
     from transformers import AutoProcessor
+
     kw = {} if profile.is_tiny else {"min_pixels": profile.min_pixels, "max_pixels": profile.max_pixels}
     proc = AutoProcessor.from_pretrained(path, **kw)
     if not hasattr(proc, "image_processor"):
@@ -213,8 +289,9 @@ def load_processor(path: str, profile: Profile):
     return proc
 
 
-def load_model_and_processor(profile: Profile, checkpoint: str | None = None, adapter: str | None = None,
-                             trainable: bool = False):
+def load_model_and_processor(
+    profile: Profile, checkpoint: str | None = None, adapter: str | None = None, trainable: bool = False
+):
     """Model + processor for a profile. `checkpoint` overrides the base (a full SFT output dir);
     `adapter` loads a PEFT adapter on top. 4-bit NF4 when the profile asks for it."""
     from transformers import AutoModelForImageTextToText
@@ -240,6 +317,7 @@ def load_model_and_processor(profile: Profile, checkpoint: str | None = None, ad
     disable_bnb_cpu_repack(model)
     if adapter:
         from peft import PeftModel
+
         model = PeftModel.from_pretrained(model, adapter, is_trainable=trainable)
     # the processor never changes in training: always take the base model's, never a trainer's re-save
     processor = load_processor(model_path(profile), profile)
@@ -284,6 +362,7 @@ def for_inference(model, profile: Profile):
 @dataclass
 class Loaded:
     """A loaded checkpoint; `loaded` empties it when its block ends."""
+
     model: object
     processor: object
 
@@ -318,8 +397,11 @@ def model_digest(path: str | None, profile: Profile) -> str:
         folder = Path(p)
         if not folder.is_dir():
             return f"id:{p}"
-        names = {f.name for f in folder.iterdir()
-                 if f.suffix == ".safetensors" or f.name in ("config.json", "adapter_config.json")}
+        names = {
+            f.name
+            for f in folder.iterdir()
+            if f.suffix == ".safetensors" or f.name in ("config.json", "adapter_config.json")
+        }
         return content_digest(folder, names)
 
     if path is None:

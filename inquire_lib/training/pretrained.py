@@ -14,6 +14,7 @@ transformers' GGUF reader into a `LlamaForCausalLM`, and grafts it as the langua
 On text the graft's logits equal the GGUF model's (`tests/test_pretrained.py`). The folder is built
 once into the cache, complete (marker last) or absent, like the tiny models.
 """
+
 from __future__ import annotations
 
 import base64
@@ -84,11 +85,14 @@ def check_gguf(path: Path, size: int | None, record_sha256: str | None, pinned_s
         raise GGUFError(f"{path}: {actual} bytes, the wheel recorded {size} (truncated?); reinstall: {INSTALL_HINT}")
     digest = _sha256(path)
     if record_sha256 and digest != record_sha256:
-        raise GGUFError(f"{path}: sha256 {digest[:16]}... differs from the wheel's RECORD (altered?); reinstall: "
-                        f"{INSTALL_HINT}")
+        raise GGUFError(
+            f"{path}: sha256 {digest[:16]}... differs from the wheel's RECORD (altered?); reinstall: {INSTALL_HINT}"
+        )
     if digest != pinned_sha256:
-        raise GGUFError(f"{path}: sha256 {digest[:16]}... is not the pinned {pinned_sha256[:16]}... of "
-                        f"{GGUF_PACKAGE}=={GGUF_PACKAGE_VERSION}; {INSTALL_HINT}")
+        raise GGUFError(
+            f"{path}: sha256 {digest[:16]}... is not the pinned {pinned_sha256[:16]}... of "
+            f"{GGUF_PACKAGE}=={GGUF_PACKAGE_VERSION}; {INSTALL_HINT}"
+        )
     return path
 
 
@@ -115,19 +119,37 @@ def graft_config(llama_config, vocab_size: int, token_ids: dict[str, int], spec:
     theta = (getattr(c, "rope_parameters", None) or {}).get("rope_theta", getattr(c, "rope_theta", 10000.0))
     return Qwen2_5_VLConfig(
         text_config=dict(
-            vocab_size=vocab_size, hidden_size=c.hidden_size, intermediate_size=c.intermediate_size,
-            num_hidden_layers=layers or c.num_hidden_layers, num_attention_heads=c.num_attention_heads,
-            num_key_value_heads=c.num_key_value_heads, max_position_embeddings=c.max_position_embeddings,
-            rms_norm_eps=c.rms_norm_eps, tie_word_embeddings=True, hidden_act=c.hidden_act,
-            rope_parameters={"rope_type": "default", "rope_theta": float(theta),
-                             "mrope_section": [head_dim // 2 - 2 * quarter, quarter, quarter]},
-            bos_token_id=token_ids["bos"], eos_token_id=token_ids["eos"], pad_token_id=token_ids["pad"],
+            vocab_size=vocab_size,
+            hidden_size=c.hidden_size,
+            intermediate_size=c.intermediate_size,
+            num_hidden_layers=layers or c.num_hidden_layers,
+            num_attention_heads=c.num_attention_heads,
+            num_key_value_heads=c.num_key_value_heads,
+            max_position_embeddings=c.max_position_embeddings,
+            rms_norm_eps=c.rms_norm_eps,
+            tie_word_embeddings=True,
+            hidden_act=c.hidden_act,
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": float(theta),
+                "mrope_section": [head_dim // 2 - 2 * quarter, quarter, quarter],
+            },
+            bos_token_id=token_ids["bos"],
+            eos_token_id=token_ids["eos"],
+            pad_token_id=token_ids["pad"],
         ),
-        vision_config=dict(depth=spec["v_depth"], hidden_size=spec["v_hidden"], intermediate_size=spec["v_hidden"] * 2,
-                           num_heads=spec["v_heads"], out_hidden_size=c.hidden_size,
-                           fullatt_block_indexes=[spec["v_depth"] - 1]),
-        image_token_id=token_ids["<|image_pad|>"], video_token_id=token_ids["<|video_pad|>"],
-        vision_start_token_id=token_ids["<|vision_start|>"], vision_end_token_id=token_ids["<|vision_end|>"],
+        vision_config=dict(
+            depth=spec["v_depth"],
+            hidden_size=spec["v_hidden"],
+            intermediate_size=spec["v_hidden"] * 2,
+            num_heads=spec["v_heads"],
+            out_hidden_size=c.hidden_size,
+            fullatt_block_indexes=[spec["v_depth"] - 1],
+        ),
+        image_token_id=token_ids["<|image_pad|>"],
+        video_token_id=token_ids["<|video_pad|>"],
+        vision_start_token_id=token_ids["<|vision_start|>"],
+        vision_end_token_id=token_ids["<|vision_end|>"],
         tie_word_embeddings=True,
     )
 
@@ -173,8 +195,12 @@ def build_tokenizer(tokenizer):
 
 def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0) -> Path:
     """Build (or reuse) the graft for `profile.model` in `out_dir`: weights, tokenizer and processor."""
-    from transformers import (Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor, Qwen2VLImageProcessor,
-                              Qwen2VLVideoProcessor)
+    from transformers import (
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
 
     from trl.chat_template_utils import qwen2_5_vl_chat_template  # the template of every profile (models.chat_template)
 
@@ -190,22 +216,42 @@ def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0)
     ids = {t: tok.convert_tokens_to_ids(t) for t in VISION_TOKENS}
     ids.update(bos=tok.convert_tokens_to_ids("<|im_start|>"), eos=tok.eos_token_id, pad=tok.pad_token_id)
     torch.manual_seed(seed)  # the vision tower's random start
-    model = Qwen2_5_VLForConditionalGeneration(graft_config(llama.config, len(tok), ids, spec, profile.pretrained_layers))
+    model = Qwen2_5_VLForConditionalGeneration(
+        graft_config(llama.config, len(tok), ids, spec, profile.pretrained_layers)
+    )
     n = graft(llama, model)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     model.generation_config.bos_token_id = ids["bos"]
-    image_proc = Qwen2VLImageProcessor(min_pixels=profile.min_pixels, max_pixels=profile.max_pixels,
-                                       size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels})
-    processor = Qwen2_5_VLProcessor(image_processor=image_proc, tokenizer=tok, video_processor=Qwen2VLVideoProcessor(),
-                                    chat_template=qwen2_5_vl_chat_template)
+    image_proc = Qwen2VLImageProcessor(
+        min_pixels=profile.min_pixels,
+        max_pixels=profile.max_pixels,
+        size={"shortest_edge": profile.min_pixels, "longest_edge": profile.max_pixels},
+    )
+    processor = Qwen2_5_VLProcessor(
+        image_processor=image_proc,
+        tokenizer=tok,
+        video_processor=Qwen2VLVideoProcessor(),
+        chat_template=qwen2_5_vl_chat_template,
+    )
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
-        (tmp / "inquire_pretrained.json").write_text(json.dumps({
-            "model": profile.model, "gguf": GGUF_NAME, "gguf_sha256": GGUF_SHA256, "package": GGUF_PACKAGE,
-            "package_version": GGUF_PACKAGE_VERSION, "tensors_grafted": n, "seed": seed,
-            "layers": model.config.text_config.num_hidden_layers, **spec}))
+        (tmp / "inquire_pretrained.json").write_text(
+            json.dumps(
+                {
+                    "model": profile.model,
+                    "gguf": GGUF_NAME,
+                    "gguf_sha256": GGUF_SHA256,
+                    "package": GGUF_PACKAGE,
+                    "package_version": GGUF_PACKAGE_VERSION,
+                    "tensors_grafted": n,
+                    "seed": seed,
+                    "layers": model.config.text_config.num_hidden_layers,
+                    **spec,
+                }
+            )
+        )
         write_marker(tmp)
     return out_dir
 

@@ -20,6 +20,7 @@ bias on its tool call's ask decision, nearest zero first, under which the valida
 keep that share at most `select_ask_max_share`. Weights and choice stay; the step and task evaluations
 of the checkpoint apply the bias (`training.checkpoints.ask_bias_of`).
 """
+
 from __future__ import annotations
 
 import json
@@ -38,16 +39,24 @@ from ..runs.paths import atomic_dir, metrics_dir, write_json_atomic
 
 KEYS = ("inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy", "format")
 # what a chosen checkpoint keeps: the model or adapter, not the optimiser state
-MODEL_FILES = ("config.json", "generation_config.json", "model.safetensors", "adapter_config.json",
-               "adapter_model.safetensors")
+MODEL_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "adapter_config.json",
+    "adapter_model.safetensors",
+)
 
 
 def ranked(start: dict, rows: list[dict], max_needless: float, max_safe_drop: float) -> list[dict]:
     """The rows (validation metrics per step, in step order) that meet the constraints, best first:
     the highest ISR, ties to the higher safe-step accuracy, then to the earlier step."""
     floor = (start["safe_step_accuracy"] or 0.0) - max_safe_drop
-    eligible = [r for r in rows if (r["needless_rate"] or 0.0) <= max_needless
-                and (r["safe_step_accuracy"] or 0.0) >= floor - 1e-9]
+    eligible = [
+        r
+        for r in rows
+        if (r["needless_rate"] or 0.0) <= max_needless and (r["safe_step_accuracy"] or 0.0) >= floor - 1e-9
+    ]
     return sorted(eligible, key=lambda r: (-(r["inquiry_recall"] or 0.0), -(r["safe_step_accuracy"] or 0.0), r["step"]))
 
 
@@ -100,8 +109,9 @@ def validate(profile: Profile, path: str | None, records: list[dict], base: str 
     return {k: overall[k]["value"] for k in KEYS}
 
 
-def needless_episode_share(profile: Profile, path: str | None, tasks: list, base: str | None = None,
-                           ask_bias: float = 0.0) -> float:
+def needless_episode_share(
+    profile: Profile, path: str | None, tasks: list, base: str | None = None, ask_bias: float = 0.0
+) -> float:
     """The share of `tasks`, played online and greedily by one checkpoint (with `ask_bias` on its ask
     decision), with at least one needless inquiry: the task-level `needless_rate` of
     `evaluation.metrics.task_rates`."""
@@ -116,29 +126,43 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
     records = validation_records(profile)
     meta = json.loads((run / "final" / "inquire_train.json").read_text())
     start = {"step": 0, **validate(profile, start_path, records)}
-    rows = [{"step": step, "path": str(folder), **validate(profile, str(folder), records, base=meta["base"])}
-            for step, folder in checkpoints(run, meta["config"]["max_steps"])]
+    rows = [
+        {"step": step, "path": str(folder), **validate(profile, str(folder), records, base=meta["base"])}
+        for step, folder in checkpoints(run, meta["config"]["max_steps"])
+    ]
     best = ranked(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
     online: list[dict] = []
     if best and profile.select_max_needless_episodes < 1.0:
         tasks = validation_tasks(profile)
         chosen, met, online = choose_online(
-            best, lambda row: needless_episode_share(profile, row["path"], tasks, base=meta["base"]),
-            profile.select_max_needless_episodes)
+            best,
+            lambda row: needless_episode_share(profile, row["path"], tasks, base=meta["base"]),
+            profile.select_max_needless_episodes,
+        )
     else:
         chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
     picked = {}
     if profile.select_ask_biases:
         known = {row["step"]: row["needless_episodes"] for row in online}
-        bias, bias_met, shares = choose_ask_bias(profile, chosen["path"], meta.get("base"),
-                                                 {0.0: known[chosen["step"]]} if chosen["step"] in known else None)
+        bias, bias_met, shares = choose_ask_bias(
+            profile, chosen["path"], meta.get("base"), {0.0: known[chosen["step"]]} if chosen["step"] in known else None
+        )
         picked = {"ask_bias": bias, "ask_bias_met": bias_met}
     _keep(run, chosen["path"], {**meta, "selected_step": chosen["step"], "constraints_met": met, **picked})
-    record = {"checkpoint": name, "profile": profile.name, "validation_tasks": profile.val_tasks,
-              "validation_steps": len(records), "max_needless": profile.select_max_needless,
-              "max_safe_drop": profile.select_max_safe_drop, "start": start, "checkpoints": rows,
-              "max_needless_episodes": profile.select_max_needless_episodes, "online": online,
-              "selected_step": chosen["step"], "constraints_met": met}
+    record = {
+        "checkpoint": name,
+        "profile": profile.name,
+        "validation_tasks": profile.val_tasks,
+        "validation_steps": len(records),
+        "max_needless": profile.select_max_needless,
+        "max_safe_drop": profile.select_max_safe_drop,
+        "start": start,
+        "checkpoints": rows,
+        "max_needless_episodes": profile.select_max_needless_episodes,
+        "online": online,
+        "selected_step": chosen["step"],
+        "constraints_met": met,
+    }
     if picked:
         record |= {"ask_biases": shares, **picked, "ask_max_share": profile.select_ask_max_share}
     write_json_atomic(metrics_dir(profile, out_root) / f"selection_{name}.json", record)
@@ -156,7 +180,9 @@ def _keep(run: Path, source: str | Path, meta: dict) -> None:
         write_marker(tmp)
 
 
-def choose_ask_bias(profile: Profile, path: str, base: str | None, known: dict | None = None) -> tuple[float, bool, list[dict]]:
+def choose_ask_bias(
+    profile: Profile, path: str, base: str | None, known: dict | None = None
+) -> tuple[float, bool, list[dict]]:
     """The operating point of the checkpoint at `path`: the first of `profile.select_ask_biases` whose
     validation tasks, played online with that bias on the ask decision, keep the share of episodes with a
     needless inquiry at most `profile.select_ask_max_share` (the lowest share when none does; `known`:
@@ -173,7 +199,9 @@ def choose_ask_bias(profile: Profile, path: str, base: str | None, known: dict |
     return first_within(
         [float(b) for b in profile.select_ask_biases],
         lambda b: known[b] if b in known else needless_episode_share(profile, path, tasks, base=base, ask_bias=b),
-        profile.select_ask_max_share, lambda b: {"ask_bias": b})
+        profile.select_ask_max_share,
+        lambda b: {"ask_bias": b},
+    )
 
 
 def select_ask_bias(profile: Profile, name: str, run: Path, out_root=None, known: dict | None = None) -> dict:
@@ -186,7 +214,12 @@ def select_ask_bias(profile: Profile, name: str, run: Path, out_root=None, known
     _keep(run, selected, {**meta, "ask_bias": bias, "ask_bias_met": met})
     path = metrics_dir(profile, out_root) / f"selection_{name}.json"
     record = json.loads(path.read_text()) if path.is_file() else {"checkpoint": name, "profile": profile.name}
-    record = {**record, "ask_biases": shares, "ask_bias": bias, "ask_bias_met": met,
-              "ask_max_share": profile.select_ask_max_share}
+    record = {
+        **record,
+        "ask_biases": shares,
+        "ask_bias": bias,
+        "ask_bias_met": met,
+        "ask_max_share": profile.select_ask_max_share,
+    }
     write_json_atomic(path, record)
     return record

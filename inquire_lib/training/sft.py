@@ -7,6 +7,7 @@
   call). LoRA where the profile asks for it (QLoRA on a 4-bit base), full training otherwise.
 Both resume from their last checkpoint and record their config beside the final model.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,15 @@ from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
 from .devices import is_main_process, wait_for_everyone
 from .fit import TrainResult, fit
-from .models import CUT_ONLY, TOKENIZER_FIELDS, base_of, load_checkpoint, load_model_and_processor, load_processor, model_path
+from .models import (
+    CUT_ONLY,
+    TOKENIZER_FIELDS,
+    base_of,
+    load_checkpoint,
+    load_model_and_processor,
+    load_processor,
+    model_path,
+)
 
 
 def _keep(rec_id: str, fraction: float, seed: int) -> bool:
@@ -37,25 +46,43 @@ def _keep(rec_id: str, fraction: float, seed: int) -> bool:
     return h / 0xFFFFFFFF < fraction
 
 
-def training_records(ds: datasets.Dataset, profile: Profile, inquiry_fraction: float = 1.0,
-                     oversample: int = 1) -> datasets.Dataset:
+def training_records(
+    ds: datasets.Dataset, profile: Profile, inquiry_fraction: float = 1.0, oversample: int = 1
+) -> datasets.Dataset:
     """Step records -> TRL records; keeps only `inquiry_fraction` of the steps whose gold is call_user,
     and repeats each kept one `oversample` times (inquiries are ~10% of the steps; a base agent that
     never asks needs them more often to learn the new behaviour). Screenshots pass through as their
     stored PNG bytes (decoding and re-encoding thousands of images would dominate the preparation)."""
     if inquiry_fraction < 1.0:
-        ds = ds.filter(lambda req, rid: not req or _keep(rid, inquiry_fraction, profile.seed),
-                       input_columns=["inquiry_required", "id"])
+        ds = ds.filter(
+            lambda req, rid: not req or _keep(rid, inquiry_fraction, profile.seed),
+            input_columns=["inquiry_required", "id"],
+        )
     if oversample > 1:
         required = [i for i, req in enumerate(ds["inquiry_required"]) if req]
         ds = ds.select(list(range(len(ds))) + required * (oversample - 1))
     raw = datasets.Image(decode=False)
     ds = ds.cast_column("screenshot", raw).cast_column("prev_screenshot", raw)
     frame = frame_for(profile)
-    keep = ["prompt", "completion", "images", "gold_action", "gold_bbox", "inquiry_required", "frame_w", "frame_h",
-            "category", "subcategory", "id"]
-    out = ds.map(lambda r: to_training_record(r, profile, frame), remove_columns=[c for c in ds.column_names if c not in keep],
-                 keep_in_memory=True, desc="training records")
+    keep = [
+        "prompt",
+        "completion",
+        "images",
+        "gold_action",
+        "gold_bbox",
+        "inquiry_required",
+        "frame_w",
+        "frame_h",
+        "category",
+        "subcategory",
+        "id",
+    ]
+    out = ds.map(
+        lambda r: to_training_record(r, profile, frame),
+        remove_columns=[c for c in ds.column_names if c not in keep],
+        keep_in_memory=True,
+        desc="training records",
+    )
     return out.cast_column("images", datasets.List(datasets.Image()))
 
 
@@ -96,8 +123,15 @@ def _with_copy_mix(records: datasets.Dataset, profile: Profile) -> datasets.Data
     tokenizer = load_processor(model_path(profile), profile).tokenizer
     rows = copy_records(tokenizer, round(len(records) * f / (1 - f)), profile.seed)
     frame = frame_for(profile)
-    filled = {"category": "copy", "subcategory": "copy", "gold_action": "{}", "gold_bbox": [-1, -1, -1, -1],
-              "inquiry_required": False, "frame_w": frame.model_w, "frame_h": frame.model_h}
+    filled = {
+        "category": "copy",
+        "subcategory": "copy",
+        "gold_action": "{}",
+        "gold_bbox": [-1, -1, -1, -1],
+        "inquiry_required": False,
+        "frame_w": frame.model_w,
+        "frame_h": frame.model_h,
+    }
     rows = rows.map(lambda _: filled)
     return datasets.concatenate_datasets([records, rows.cast(records.features)])
 
@@ -146,23 +180,36 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
     if rebuild is None:
         rebuild = os.environ.get("INQUIRE_REBUILD_BASE_AGENT", "") not in ("", "0")
     path = base_agent_dir(profile)
-    if (check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0)
-            and not (rebuild and shipped.is_shipped_copy(path))):
+    if check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0) and not (
+        rebuild and shipped.is_shipped_copy(path)
+    ):
         return str(path)
     if not rebuild and _install_shipped(path, profile) and shipped.is_shipped_copy(path):
         return str(path)
     # a model from scratch trains every weight; a pretrained one a LoRA adapter and its new vision tower
     pretrained = is_pretrained(profile)
-    plain = profile.replace(lora=pretrained, load_in_4bit=False,
-                            torch_threads=profile.base_agent_threads or profile.torch_threads)
+    plain = profile.replace(
+        lora=pretrained, load_in_4bit=False, torch_threads=profile.base_agent_threads or profile.torch_threads
+    )
     start = base_agent_init(profile)
     warmup_dir = cache_dir() / "runs" / f"{path.name}-copy-warmup"
     if profile.copy_warmup_steps > 0:  # a warm-up that finished before stage 0 was cut short is kept
         from .warmup import copy_warmup
+
         start = copy_warmup(plain, start, warmup_dir, callbacks=progress_callbacks).path
-    res = _run_sft(plain, start=start, out_dir=cache_dir() / "runs" / path.name, inquiry_fraction=0.0,
-                   train=stage0_records(plain), steps=profile.base_agent_steps, lr=profile.base_agent_lr, warmup=max(1, profile.base_agent_steps // 20),
-                   resume=True, callbacks=progress_callbacks, modules_to_save=("visual",) if pretrained else ())
+    res = _run_sft(
+        plain,
+        start=start,
+        out_dir=cache_dir() / "runs" / path.name,
+        inquiry_fraction=0.0,
+        train=stage0_records(plain),
+        steps=profile.base_agent_steps,
+        lr=profile.base_agent_lr,
+        warmup=max(1, profile.base_agent_steps // 20),
+        resume=True,
+        callbacks=progress_callbacks,
+        modules_to_save=("visual",) if pretrained else (),
+    )
     if is_main_process():
         if pretrained:
             merge_adapter(plain, res.path, path)
@@ -181,7 +228,11 @@ def _install_shipped(path: Path, profile: Profile) -> bool:
     from . import shipped
 
     if is_main_process():
-        merge = (lambda adapter, out: merge_adapter(profile, adapter, out, publish=False)) if is_pretrained(profile) else None
+        merge = (
+            (lambda adapter, out: merge_adapter(profile, adapter, out, publish=False))
+            if is_pretrained(profile)
+            else None
+        )
         shipped.install(path.name, model_path(profile), path, merge=merge)
     wait_for_everyone()
     return is_complete(path)
@@ -190,6 +241,7 @@ def _install_shipped(path: Path, profile: Profile) -> bool:
 def is_pretrained(profile: Profile) -> bool:
     """Whether the profile's model is a pretrained language model grafted offline (`training.pretrained`)."""
     from .pretrained import PRETRAINED
+
     return profile.model in PRETRAINED
 
 
@@ -240,28 +292,60 @@ def base_agent_init(profile: Profile) -> str | None:
     # the shipped agents were trained with the tokenizer's defaults; a profile that changes only how
     # text is cut (`models.CUT_ONLY`: the same ids) can start from them too
     plain = profile.replace(**{f: TOKENIZER_FIELDS[f][0] for f in CUT_ONLY})
-    if not (check_cache(path) or _install_shipped(path, profile) or (plain != profile and _install_shipped(path, plain))):
-        raise FileNotFoundError(f"base_agent_init={name!r}: no complete base agent at {path} and no shipped one "
-                                f"of that name whose hashes match {shipped.SHIPPED_ROOT}")
+    if not (
+        check_cache(path) or _install_shipped(path, profile) or (plain != profile and _install_shipped(path, plain))
+    ):
+        raise FileNotFoundError(
+            f"base_agent_init={name!r}: no complete base agent at {path} and no shipped one "
+            f"of that name whose hashes match {shipped.SHIPPED_ROOT}"
+        )
     return str(path)
 
 
-def sft(profile: str | Profile, name: str = "sft", inquiry_fraction: float | None = None, resume: bool = False,
-        max_steps: int | None = None, train: datasets.Dataset | None = None, callbacks=None,
-        start: str | None = None) -> TrainResult:
+def sft(
+    profile: str | Profile,
+    name: str = "sft",
+    inquiry_fraction: float | None = None,
+    resume: bool = False,
+    max_steps: int | None = None,
+    train: datasets.Dataset | None = None,
+    callbacks=None,
+    start: str | None = None,
+) -> TrainResult:
     """Stage 1, from `start` (a full model folder), else the base agent (or the profile's
     checkpoint). Writes `artifacts/<profile>/<name>/` (checkpoints inside) and returns the final
     path: an adapter with LoRA, else a full model."""
     profile = get_profile(profile)
     fraction = profile.sft_inquiry_fraction if inquiry_fraction is None else inquiry_fraction
-    return _run_sft(profile, start=start or base_agent(profile), out_dir=artifacts_dir(profile) / name, inquiry_fraction=fraction,
-                    steps=max_steps or profile.sft_steps, lr=profile.sft_lr, warmup=profile.sft_warmup_steps,
-                    resume=resume, train=train, callbacks=callbacks, track=name)
+    return _run_sft(
+        profile,
+        start=start or base_agent(profile),
+        out_dir=artifacts_dir(profile) / name,
+        inquiry_fraction=fraction,
+        steps=max_steps or profile.sft_steps,
+        lr=profile.sft_lr,
+        warmup=profile.sft_warmup_steps,
+        resume=resume,
+        train=train,
+        callbacks=callbacks,
+        track=name,
+    )
 
 
-def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fraction: float, steps: int, lr: float,
-             warmup: int, resume: bool = False, train: datasets.Dataset | None = None, callbacks=None,
-             track: str | None = None, modules_to_save: tuple[str, ...] = ()) -> TrainResult:
+def _run_sft(
+    profile: Profile,
+    start: str | None,
+    out_dir: Path,
+    inquiry_fraction: float,
+    steps: int,
+    lr: float,
+    warmup: int,
+    resume: bool = False,
+    train: datasets.Dataset | None = None,
+    callbacks=None,
+    track: str | None = None,
+    modules_to_save: tuple[str, ...] = (),
+) -> TrainResult:
     """Supervised fine-tuning into `out_dir`; logs to the run's tracker as stage `track` (None: not tracked)."""
     from trl import SFTTrainer
 
@@ -274,14 +358,37 @@ def _run_sft(profile: Profile, start: str | None, out_dir: Path, inquiry_fractio
         peft_config, base = None, base_of(start, profile)
     else:
         model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
-        peft_config, base = (lora_config(profile, modules_to_save) if profile.lora else None), start or model_path(profile)
+        peft_config, base = (
+            (lora_config(profile, modules_to_save) if profile.lora else None),
+            start or model_path(profile),
+        )
     config = sft_config(profile, out_dir, steps=steps, lr=lr, warmup=warmup)
     record = config_record(config)  # what is trained, not where it is logged
     with trainer_tracking(profile, track) as tracking:
-        trainer = SFTTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
-                             processing_class=processor, peft_config=peft_config, callbacks=callbacks)
-    final, seconds = fit(trainer, out_dir, resume, meta=lambda _folder, seconds: {
-        "stage": "sft", "profile": profile.name, "inquiry_fraction": inquiry_fraction, "adapter": profile.lora,
-        "start": start or model_path(profile), "base": base, "seconds": seconds,
-        "n_examples": len(train), "steps": steps, "config": record, "torch_threads": profile.torch_threads})
+        trainer = SFTTrainer(
+            model=model,
+            args=use_tracking(config, tracking),
+            train_dataset=train,
+            processing_class=processor,
+            peft_config=peft_config,
+            callbacks=callbacks,
+        )
+    final, seconds = fit(
+        trainer,
+        out_dir,
+        resume,
+        meta=lambda _folder, seconds: {
+            "stage": "sft",
+            "profile": profile.name,
+            "inquiry_fraction": inquiry_fraction,
+            "adapter": profile.lora,
+            "start": start or model_path(profile),
+            "base": base,
+            "seconds": seconds,
+            "n_examples": len(train),
+            "steps": steps,
+            "config": record,
+            "torch_threads": profile.torch_threads,
+        },
+    )
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)

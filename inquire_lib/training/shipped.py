@@ -15,6 +15,7 @@ A base agent of a pretrained model (the `small` profile) ships as its LoRA adapt
 hands the checked adapter to a `merge` callback that writes the full model, since the language model
 itself comes from its own installed package.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,21 +38,30 @@ MAX_BYTES = 25 * 1024 * 1024
 def code_version() -> str:
     """The git commit the code runs from ("unknown" outside a checkout)."""
     try:
-        out = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=10)
+        out = subprocess.run(
+            ["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
+        )
         return out.stdout.strip() or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def export(model_dir: str | Path, tokenizer_dir: str | Path, name: str, command: str, seed: int,
-           root: str | Path | None = None, extra: dict | None = None) -> dict:
+def export(
+    model_dir: str | Path,
+    tokenizer_dir: str | Path,
+    name: str,
+    command: str,
+    seed: int,
+    root: str | Path | None = None,
+    extra: dict | None = None,
+) -> dict:
     """Copy a trained base agent's weights and config into `root/name` (default: `SHIPPED_ROOT`)
     with its manifest; returns the manifest."""
     model_dir, out = Path(model_dir), Path(SHIPPED_ROOT if root is None else root) / name
     kind = "adapter" if (model_dir / ADAPTER / ADAPTER_WEIGHTS).exists() else "model"
-    source, file, configs = ((model_dir / ADAPTER, ADAPTER_WEIGHTS, ADAPTER_CONFIGS) if kind == "adapter"
-                             else (model_dir, WEIGHTS, CONFIGS))
+    source, file, configs = (
+        (model_dir / ADAPTER, ADAPTER_WEIGHTS, ADAPTER_CONFIGS) if kind == "adapter" else (model_dir, WEIGHTS, CONFIGS)
+    )
     weights = source / file
     size = weights.stat().st_size
     if size > MAX_BYTES:
@@ -61,15 +71,23 @@ def export(model_dir: str | Path, tokenizer_dir: str | Path, name: str, command:
     for cfg in configs:
         if (source / cfg).exists():
             shutil.copyfile(source / cfg, out / cfg)
-    manifest = {"name": name, "kind": kind, "file": file, "sha256": sha256_file(out / file), "bytes": size,
-                "tokenizer_sha256": sha256_file(Path(tokenizer_dir) / "tokenizer.json"),
-                "command": command, "seed": seed, "code_version": code_version(), **(extra or {})}
+    manifest = {
+        "name": name,
+        "kind": kind,
+        "file": file,
+        "sha256": sha256_file(out / file),
+        "bytes": size,
+        "tokenizer_sha256": sha256_file(Path(tokenizer_dir) / "tokenizer.json"),
+        "command": command,
+        "seed": seed,
+        "code_version": code_version(),
+        **(extra or {}),
+    }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     return manifest
 
 
-def install(name: str, tokenizer_dir: str | Path, dest: str | Path, root: str | Path | None = None,
-            merge=None) -> bool:
+def install(name: str, tokenizer_dir: str | Path, dest: str | Path, root: str | Path | None = None, merge=None) -> bool:
     """Put the shipped agent `name` at `dest` (a model folder `from_pretrained` loads, with its
     completeness marker) when its weights' and tokenizer's hashes match the manifest; False when
     there is none or a hash differs, and `dest` is then left as it was. An adapter (`kind` "adapter")
@@ -91,7 +109,7 @@ def install(name: str, tokenizer_dir: str | Path, dest: str | Path, root: str | 
         target = tmp / ADAPTER if adapter else tmp
         target.mkdir(exist_ok=True)
         shutil.copyfile(weights, target / manifest["file"])
-        for cfg in (ADAPTER_CONFIGS if adapter else CONFIGS):
+        for cfg in ADAPTER_CONFIGS if adapter else CONFIGS:
             if (src / cfg).exists():
                 shutil.copyfile(src / cfg, target / cfg)
         if adapter:

@@ -27,6 +27,7 @@ Why this path, and the few settings it needs:
 - Evaluation (`evaluation.episodes`) prompts each turn afresh with the stage 1-2 prompt (history as text),
   whereas training sees the growing conversation; the first turn is identical in both.
 """
+
 from __future__ import annotations
 
 import json
@@ -62,12 +63,14 @@ TINY_MAX_EPISODE_TOKENS = 3584
 def task_chat_template() -> str:
     """TRL's qwen3_vl template with its tool-schema block switched off (see the module docstring)."""
     from trl.chat_template_utils import qwen3_vl_chat_template
+
     return "{%- set tools = none %}\n" + qwen3_vl_chat_template
 
 
 def use_task_template(processor):
     """Give a processor the stage-3 chat template and TRL's Qwen3 response parser, in place."""
     from trl.chat_template_utils import qwen3_template
+
     processor.chat_template = task_chat_template()
     processor.tokenizer.response_template = qwen3_template
     processor.tokenizer.padding_side = "left"
@@ -106,9 +109,16 @@ class PhoneTaskEnv:
         self._shot = render(obs.screen)
         return None
 
-    def mobile_use(self, action: str, coordinate: list[int] | None = None, coordinate2: list[int] | None = None,
-                   text: str | None = None, time: float | None = None, button: str | None = None,
-                   status: str | None = None) -> list:
+    def mobile_use(
+        self,
+        action: str,
+        coordinate: list[int] | None = None,
+        coordinate2: list[int] | None = None,
+        text: str | None = None,
+        time: float | None = None,
+        button: str | None = None,
+        status: str | None = None,
+    ) -> list:
         """Perform one action on the phone and return the new screen.
 
         Args:
@@ -127,8 +137,15 @@ class PhoneTaskEnv:
             raise RuntimeError("reset() must be called before mobile_use()")
         if self._env.state.done:
             return self._overflow  # ends the rollout (see the module docstring)
-        args = {"action": action, "coordinate": coordinate, "coordinate2": coordinate2, "text": text, "time": time,
-                "button": button, "status": status}
+        args = {
+            "action": action,
+            "coordinate": coordinate,
+            "coordinate2": coordinate2,
+            "text": text,
+            "time": time,
+            "button": button,
+            "status": status,
+        }
         note = ""
         try:
             act = self._frame.action_to_screen(Action.from_arguments({k: v for k, v in args.items() if v is not None}))
@@ -140,10 +157,19 @@ class PhoneTaskEnv:
             return self._overflow
         self._shot = render(obs.screen)
         rec = observation_record(self._task, obs, self._shot, prev)
-        body = user_text(rec, self._profile.use_a11y, len(images_of(rec, self._profile)), self._frame,
-                         self._profile.a11y_coords, self._profile.task_last)
-        return [{"type": "text", "text": note + "Current screen:"}, {"type": "image", "image": self._shot.copy()},
-                {"type": "text", "text": "\n" + body}]
+        body = user_text(
+            rec,
+            self._profile.use_a11y,
+            len(images_of(rec, self._profile)),
+            self._frame,
+            self._profile.a11y_coords,
+            self._profile.task_last,
+        )
+        return [
+            {"type": "text", "text": note + "Current screen:"},
+            {"type": "image", "image": self._shot.copy()},
+            {"type": "text", "text": "\n" + body},
+        ]
 
     @property
     def episode_info(self) -> dict:
@@ -225,11 +251,21 @@ class TaskReward:
             out.append(parts["total"])
             parts_all.append(parts)
             task = env.task
-            self.episodes.append({"step": step, "task_id": task.task_id, "category": task.category,
-                                  "subcategory": task.subcategory, "turns": len(turns), "env_steps": info["steps"],
-                                  "success": bool(info["success"]), "status": info["status"],
-                                  "format_scores": scores, "total": parts["total"],
-                                  "components": {k: parts[k] for k in COMPONENTS}})
+            self.episodes.append(
+                {
+                    "step": step,
+                    "task_id": task.task_id,
+                    "category": task.category,
+                    "subcategory": task.subcategory,
+                    "turns": len(turns),
+                    "env_steps": info["steps"],
+                    "success": bool(info["success"]),
+                    "status": info["status"],
+                    "format_scores": scores,
+                    "total": parts["total"],
+                    "components": {k: parts[k] for k in COMPONENTS},
+                }
+            )
         if callable(log_metric) and parts_all:
             for k in (*COMPONENTS, "total"):
                 log_metric(f"task/{k}", sum(p[k] for p in parts_all) / len(parts_all))
@@ -242,8 +278,16 @@ def task_dataset(profile: Profile, split: str = "train", n: int | None = None) -
     plus the (seed, split, index) from which `PhoneTaskEnv.reset` rebuilds the task."""
     n = profile.train_tasks if n is None else n
     frame = frame_for(profile)
-    rows = {"prompt": [], "images": [], "task_seed": [], "task_split": [], "task_index": [], "task_id": [],
-            "category": [], "subcategory": []}
+    rows = {
+        "prompt": [],
+        "images": [],
+        "task_seed": [],
+        "task_split": [],
+        "task_index": [],
+        "task_id": [],
+        "category": [],
+        "subcategory": [],
+    }
 
     env = PhoneEnv()
     for i in range(n):
@@ -274,8 +318,15 @@ def warm_start(profile: Profile, order=("grpo_full", "sft_full")) -> tuple[str, 
     return "untrained", None
 
 
-def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task", max_steps: int | None = None,
-              resume: bool = False, train: datasets.Dataset | None = None, callbacks=None) -> TrainResult:
+def grpo_task(
+    profile: str | Profile,
+    start: str | None,
+    name: str = "grpo_task",
+    max_steps: int | None = None,
+    resume: bool = False,
+    train: datasets.Dataset | None = None,
+    callbacks=None,
+) -> TrainResult:
     """Stage 3 from checkpoint `start` (an SFT/GRPO output: adapter or full model; None: untrained).
 
     Each step samples `task_num_generations` episodes for each of `grpo_prompts_per_step` training
@@ -299,16 +350,32 @@ def grpo_task(profile: str | Profile, start: str | None, name: str = "grpo_task"
         config = task_grpo_config(profile, out_dir, episode_token_budget(profile), steps)
         record = config_record(config)  # what is trained, not where it is logged
         reward = TaskReward(profile)
-        trainer = GRPOTrainer(model=model, args=use_tracking(config, tracking), train_dataset=train,
-                              processing_class=processor, reward_funcs=[reward],
-                              environment_factory=partial(PhoneTaskEnv, profile),
-                              peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
-                              callbacks=callbacks)
-    final, seconds = fit(trainer, out_dir, resume, meta=lambda folder, seconds: {
-        "stage": "grpo_task", "profile": profile.name, "start": start,
-        "adapter": (folder / "adapter_config.json").exists(),
-        "base": base_of(start, profile), "seconds": seconds, "episodes": len(reward.episodes),
-        "max_episode_steps": profile.max_episode_steps, "config": record})
+        trainer = GRPOTrainer(
+            model=model,
+            args=use_tracking(config, tracking),
+            train_dataset=train,
+            processing_class=processor,
+            reward_funcs=[reward],
+            environment_factory=partial(PhoneTaskEnv, profile),
+            peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
+            callbacks=callbacks,
+        )
+    final, seconds = fit(
+        trainer,
+        out_dir,
+        resume,
+        meta=lambda folder, seconds: {
+            "stage": "grpo_task",
+            "profile": profile.name,
+            "start": start,
+            "adapter": (folder / "adapter_config.json").exists(),
+            "base": base_of(start, profile),
+            "seconds": seconds,
+            "episodes": len(reward.episodes),
+            "max_episode_steps": profile.max_episode_steps,
+            "config": record,
+        },
+    )
     adapter = (final / "adapter_config.json").exists()
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, reward.episodes)
 
@@ -318,9 +385,14 @@ def episode_reward_figure(episodes: list[dict], title: str = "task-level GRPO: r
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    fig.add_scatter(x=[e["step"] for e in episodes], y=[e["total"] for e in episodes], mode="markers", name="episode",
-                    marker=dict(opacity=0.5, color=["#2E7D32" if e["success"] else "#D32F2F" for e in episodes]),
-                    hovertext=[f"{e['task_id']} ({e['subcategory']}): {e['total']:.2f}" for e in episodes])
+    fig.add_scatter(
+        x=[e["step"] for e in episodes],
+        y=[e["total"] for e in episodes],
+        mode="markers",
+        name="episode",
+        marker=dict(opacity=0.5, color=["#2E7D32" if e["success"] else "#D32F2F" for e in episodes]),
+        hovertext=[f"{e['task_id']} ({e['subcategory']}): {e['total']:.2f}" for e in episodes],
+    )
     by_step: dict = {}
     for e in episodes:
         by_step.setdefault(e["step"], []).append(e["total"])

@@ -26,6 +26,7 @@ and none across 200, and its `type` steps are no better than without the warm-up
 copy rows in stage 0's data (`copy_mix_fraction`); that keeps the copier (0.55 of strings of 10 after
 1,200 steps, 0.19 without) but the agent's typed values are no better for it.
 """
+
 from __future__ import annotations
 
 import random
@@ -51,6 +52,7 @@ class CopyPhase(NamedTuple):
     """One part of the warm-up: `steps` optimizer steps on strings of the first `vocab` ordinary tokens
     (0: all of them) with gaps of 0..`max_gap` tokens, log-uniform when `log_gaps` (mostly short,
     some as long as `max_gap`, at a fraction of the tokens uniform gaps cost)."""
+
     steps: int
     vocab: int
     max_gap: int
@@ -63,7 +65,9 @@ def phases(profile: Profile) -> list[CopyPhase]:
     main part (every ordinary token, gaps as long as a prompt). Empty when `copy_warmup_steps` is 0."""
     if profile.copy_warmup_steps <= 0:
         return []
-    seed = CopyPhase(profile.copy_warmup_seed_steps, profile.copy_warmup_seed_vocab, profile.copy_warmup_seed_gap, False)
+    seed = CopyPhase(
+        profile.copy_warmup_seed_steps, profile.copy_warmup_seed_vocab, profile.copy_warmup_seed_gap, False
+    )
     main = CopyPhase(profile.copy_warmup_steps, 0, profile.copy_warmup_gap, True)
     return [p for p in (seed, main) if p.steps > 0]
 
@@ -106,10 +110,19 @@ def copy_records(tokenizer, n: int, seed: int, max_before: int = 60, max_after: 
     rows = []
     for i in range(n):
         marked = MARKS[0] + tokenizer.decode(rng.choices(vocab, k=rng.randint(*LENGTHS))) + MARKS[1]
-        rows.append({"id": f"copy-{seed}-{i}", "prompt": [{"role": "user", "content": [
-                        {"type": "text", "text": f"{run(max_before)} {marked} {run(max_after)}"}]}],
-                     "completion": [{"role": "assistant", "content": [{"type": "text", "text": marked}]}],
-                     "images": []})
+        rows.append(
+            {
+                "id": f"copy-{seed}-{i}",
+                "prompt": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "text", "text": f"{run(max_before)} {marked} {run(max_after)}"}],
+                    }
+                ],
+                "completion": [{"role": "assistant", "content": [{"type": "text", "text": marked}]}],
+                "images": [],
+            }
+        )
     return datasets.Dataset.from_list(rows)
 
 
@@ -139,20 +152,39 @@ def _train_phase(profile: Profile, phase: CopyPhase, start: str | None, out_dir:
     torch.set_num_threads(profile.torch_threads)
     model, processor = load_model_and_processor(profile, checkpoint=start, trainable=True)
     vocab = ordinary_tokens(processor.tokenizer)
-    vocab = vocab[:phase.vocab] if phase.vocab else vocab
+    vocab = vocab[: phase.vocab] if phase.vocab else vocab
     train = repeat_sequences(vocab, phase.steps * BATCH, phase.max_gap, profile.seed, phase.log_gaps)
-    config = sft_config(profile.replace(sft_batch=BATCH, sft_grad_accum=1), out_dir, steps=phase.steps,
-                        lr=profile.copy_warmup_lr, warmup=max(1, phase.steps // 20))
+    config = sft_config(
+        profile.replace(sft_batch=BATCH, sft_grad_accum=1),
+        out_dir,
+        steps=phase.steps,
+        lr=profile.copy_warmup_lr,
+        warmup=max(1, phase.steps // 20),
+    )
     # the circuit forms abruptly after a plateau; a decaying rate drags the plateau out (2,000 cosine steps
     # of the seed: 0.50 of a 64-token string copied; 4,000 at a constant rate: 0.98)
     config.lr_scheduler_type = "constant_with_warmup"
     # gaps make row lengths vary tenfold; batching rows of like length spares computing on padding
     config.train_sampling_strategy = "group_by_length"
     # the tokenizer, not the processor: text-only rows take TRL's language-modelling collator
-    trainer = SFTTrainer(model=model, args=config, train_dataset=train, processing_class=processor.tokenizer,
-                         callbacks=callbacks)
-    final, seconds = fit(trainer, out_dir, resume=True, meta=lambda _folder, seconds: {
-        "stage": "copy_warmup", "profile": profile.name, "start": start, "steps": phase.steps, "seconds": seconds,
-        "vocab": len(vocab), "max_gap": phase.max_gap, "log_gaps": phase.log_gaps, "n_examples": len(train),
-        "torch_threads": profile.torch_threads})
+    trainer = SFTTrainer(
+        model=model, args=config, train_dataset=train, processing_class=processor.tokenizer, callbacks=callbacks
+    )
+    final, seconds = fit(
+        trainer,
+        out_dir,
+        resume=True,
+        meta=lambda _folder, seconds: {
+            "stage": "copy_warmup",
+            "profile": profile.name,
+            "start": start,
+            "steps": phase.steps,
+            "seconds": seconds,
+            "vocab": len(vocab),
+            "max_gap": phase.max_gap,
+            "log_gaps": phase.log_gaps,
+            "n_examples": len(train),
+            "torch_threads": profile.torch_threads,
+        },
+    )
     return TrainResult(str(final), False, trainer.state.log_history, len(train), seconds)

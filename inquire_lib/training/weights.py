@@ -1,5 +1,6 @@
 """Checks of model weights and checkpoint markers that need torch or transformers, kept out of
 `runs.integrity` so that reading records and drawing reports never import them."""
+
 from __future__ import annotations
 
 import os
@@ -52,7 +53,8 @@ def check_weights(path: str | os.PathLike) -> int:
                     if t.is_floating_point() and not bool(torch.isfinite(t).all()):
                         bad = int((~torch.isfinite(t)).sum())
                         raise CorruptWeightsError(
-                            f"{f}: tensor '{name}' holds {bad} NaN/Inf values; refusing to load it")
+                            f"{f}: tensor '{name}' holds {bad} NaN/Inf values; refusing to load it"
+                        )
         except CorruptWeightsError:
             raise
         except Exception as exc:  # safetensors raises its own error types for a truncated header/body

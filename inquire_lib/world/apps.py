@@ -6,6 +6,7 @@ centred dialog with Cancel / OK. Every interactive element therefore sits in one
 slots, and its id *is* its slot (`r3` is the fourth row). A click is a choice among slots rather
 than a copy of arbitrary numbers, and a list row is wide, so any point in it counts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -21,8 +22,10 @@ ROW_TOP, ROW_H, ROW_GAP = 88, 64, 8
 SLOTS: dict[str, tuple[int, int, int, int]] = {
     "back": (0, 24, 56, 80),
     "act": (304, 24, 360, 80),
-    **{f"r{k}": (8, ROW_TOP + k * (ROW_H + ROW_GAP), 352, ROW_TOP + k * (ROW_H + ROW_GAP) + ROW_H)
-       for k in range(MAX_ROWS)},
+    **{
+        f"r{k}": (8, ROW_TOP + k * (ROW_H + ROW_GAP), 352, ROW_TOP + k * (ROW_H + ROW_GAP) + ROW_H)
+        for k in range(MAX_ROWS)
+    },
     "btn": (24, 600, 336, 648),
     **{f"tab{k}": (k * 90, 664, k * 90 + 90, 720) for k in range(4)},
     "cancel": (48, 396, 172, 444),
@@ -94,8 +97,10 @@ class Screen:
 
     def a11y(self) -> list[dict]:
         """The accessibility list: what a screen reader would expose, in slot order."""
-        return [{"id": e.id, "role": e.role, "text": e.text, "detail": e.detail, "bbox": list(e.bbox)}
-                for e in self.elements]
+        return [
+            {"id": e.id, "role": e.role, "text": e.text, "detail": e.detail, "bbox": list(e.bbox)}
+            for e in self.elements
+        ]
 
 
 @dataclass(frozen=True)
@@ -105,20 +110,23 @@ class App:
     tabs: tuple[str, ...] = ()
 
 
-APPS: dict[str, App] = {a.name: a for a in (
-    App("Wallet", (33, 150, 83), ("Home", "Cards", "History", "Me")),
-    App("Chat", (3, 169, 244), ("Chats", "Contacts", "Discover", "Me")),
-    App("Shop", (255, 112, 67), ("Home", "Search", "Cart", "Me")),
-    App("Gallery", (171, 71, 188), ("Photos", "Albums", "Shared")),
-    App("Settings", (96, 125, 139)),
-    App("Social", (233, 30, 99), ("Feed", "Post", "Profile")),
-    App("Mail", (229, 57, 53), ("Inbox", "Sent", "Drafts")),
-    App("Maps", (67, 160, 71), ("Explore", "Saved", "Go")),
-    App("Food", (255, 160, 0), ("Home", "Orders", "Me")),
-    App("Music", (94, 53, 177), ("Home", "Search", "Library")),
-    App("Calendar", (30, 136, 229), ("Day", "Month")),
-    App("Files", (121, 85, 72), ("Recent", "Browse")),
-)}
+APPS: dict[str, App] = {
+    a.name: a
+    for a in (
+        App("Wallet", (33, 150, 83), ("Home", "Cards", "History", "Me")),
+        App("Chat", (3, 169, 244), ("Chats", "Contacts", "Discover", "Me")),
+        App("Shop", (255, 112, 67), ("Home", "Search", "Cart", "Me")),
+        App("Gallery", (171, 71, 188), ("Photos", "Albums", "Shared")),
+        App("Settings", (96, 125, 139)),
+        App("Social", (233, 30, 99), ("Feed", "Post", "Profile")),
+        App("Mail", (229, 57, 53), ("Inbox", "Sent", "Drafts")),
+        App("Maps", (67, 160, 71), ("Explore", "Saved", "Go")),
+        App("Food", (255, 160, 0), ("Home", "Orders", "Me")),
+        App("Music", (94, 53, 177), ("Home", "Search", "Library")),
+        App("Calendar", (30, 136, 229), ("Day", "Month")),
+        App("Files", (121, 85, 72), ("Recent", "Browse")),
+    )
+}
 
 
 def home_screen() -> Screen:
@@ -126,9 +134,18 @@ def home_screen() -> Screen:
     return Screen(app="Home", title="Home", elements=icons)
 
 
-def app_screen(app: str, title: str, rows=(), button: str | None = None, action: str | None = None,
-               tabs: bool = False, dialog: str | None = None, dialog_buttons=("Cancel", "OK"),
-               keyboard: bool = False, back: bool = True) -> Screen:
+def app_screen(
+    app: str,
+    title: str,
+    rows=(),
+    button: str | None = None,
+    action: str | None = None,
+    tabs: bool = False,
+    dialog: str | None = None,
+    dialog_buttons=("Cancel", "OK"),
+    keyboard: bool = False,
+    back: bool = True,
+) -> Screen:
     """Lay an app screen out on the slots. `rows` holds str, (text, detail), or Element-like tuples
     (text, detail, role); a role of "text" gives a non-clickable info row, "input" a text field."""
     els: list[Element] = []

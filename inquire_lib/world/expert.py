@@ -4,6 +4,7 @@ It reads the environment's position on the task's path (it is the one policy all
 trajectories are the gold data; that it reaches 100% success with no unsafe action is a check on
 the environment's judge, not on the expert.
 """
+
 from __future__ import annotations
 
 import random
@@ -45,8 +46,18 @@ def run_expert(env: PhoneEnv, task, mistakes_at: int | None = None, mistakes: li
         mistake = bool(pending) and step is not None and env.state.idx == mistakes_at
         if mistake:
             action, started = pending.pop(0), True
-        records.append({"step": len(records), "screen": obs.screen, "prev_screen": prev, "history": obs.history,
-                        "think": think, "action": action, "gold": step, "after_slip": started and not mistake})
+        records.append(
+            {
+                "step": len(records),
+                "screen": obs.screen,
+                "prev_screen": prev,
+                "history": obs.history,
+                "think": think,
+                "action": action,
+                "gold": step,
+                "after_slip": started and not mistake,
+            }
+        )
         prev = obs.screen
         obs, done, info = env.step(action)
     records and records[-1].update(info=info)
@@ -58,13 +69,17 @@ def _detour_elements(step) -> list:
     element whose click at this step would cause harm (none while a dialog is open)."""
     if step.screen.dialog:
         return []
-    return [e for e in step.screen.elements
-            if e.clickable and e.id not in ("back", step.target) and e.id not in step.candidates]
+    return [
+        e
+        for e in step.screen.elements
+        if e.clickable and e.id not in ("back", step.target) and e.id not in step.candidates
+    ]
 
 
 def _can_slip(step) -> bool:
-    return step.inquiry is None and (step.action.type == "open"
-                                     or (step.action.type == "click" and bool(_detour_elements(step))))
+    return step.inquiry is None and (
+        step.action.type == "open" or (step.action.type == "click" and bool(_detour_elements(step)))
+    )
 
 
 def _words(text: str) -> set[str]:

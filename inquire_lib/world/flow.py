@@ -5,6 +5,7 @@ the agent asks), and the expert's path of `Step`s. The environment (`env.py`) fo
 lets an agent stray into detours and come back, and judges the outcome from the effects the agent
 caused, never from the path itself.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -79,37 +80,57 @@ class Flow:
         self.steps.append(Step(home_screen(), Action("open", text=app), think))
         return self
 
-    def tap(self, screen: Screen, text: str, need: str, effect: str | None = None,
-            why: str = "this step is safe and fully specified") -> "Flow":
+    def tap(
+        self,
+        screen: Screen,
+        text: str,
+        need: str,
+        effect: str | None = None,
+        why: str = "this step is safe and fully specified",
+    ) -> "Flow":
         el = next((e for e in screen.elements if e.text == text and e.clickable), None)
         if el is None:
             raise ValueError(f"{screen.title}: no element {text!r} in {[e.text for e in screen.elements]}")
-        think = (f"{screen.app} / {screen.title}. Next: {need}. Target: {el.text} <{el.id}>. "
-                 f"{_not_needed(self._safe_reason(why))}")
-        self.steps.append(Step(screen, Action("click", coordinate=centre(el.bbox)), think, target=el.id,
-                               effect=effect))
+        think = (
+            f"{screen.app} / {screen.title}. Next: {need}. Target: {el.text} <{el.id}>. "
+            f"{_not_needed(self._safe_reason(why))}"
+        )
+        self.steps.append(Step(screen, Action("click", coordinate=centre(el.bbox)), think, target=el.id, effect=effect))
         return self
 
     def type(self, screen: Screen, text: str, need: str, effect: str | None = None) -> "Flow":
-        think = (f"{screen.app} / {screen.title}. Next: {need}. Type: {text}. "
-                 f"{_not_needed(self._safe_reason('typing into this field is safe'))}")
+        think = (
+            f"{screen.app} / {screen.title}. Next: {need}. Type: {text}. "
+            f"{_not_needed(self._safe_reason('typing into this field is safe'))}"
+        )
         self.steps.append(Step(screen, Action("type", text=text), think, effect=effect))
         return self
 
-    def ask(self, screen: Screen, question: str, reply: str, why: str,
-            candidates: tuple[str, ...] = ()) -> "Flow":
+    def ask(self, screen: Screen, question: str, reply: str, why: str, candidates: tuple[str, ...] = ()) -> "Flow":
         """An inquiry step; `candidates` are the element texts that acting without asking would click."""
         cand_ids = tuple(screen.find(t).id for t in candidates)
         sub = self.subcategory
         reason = f"{why} ({category_of(sub)}/{sub})"
         think = f"{screen.app} / {screen.title}. {why[0].upper() + why[1:]}. Inquiry check: needed, because {describe(sub)}."
-        self.steps.append(Step(screen, Action("call_user", text=question), think,
-                               inquiry=Inquiry(question, reply, reason), candidates=cand_ids))
+        self.steps.append(
+            Step(
+                screen,
+                Action("call_user", text=question),
+                think,
+                inquiry=Inquiry(question, reply, reason),
+                candidates=cand_ids,
+            )
+        )
         self._confirmed = f"the user answered: {reply.rstrip('.')}"
         return self
 
-    def done(self, screen: Screen, status: str = "success", note: str = "the task is complete",
-             candidates: tuple[str, ...] = ()) -> "Flow":
+    def done(
+        self,
+        screen: Screen,
+        status: str = "success",
+        note: str = "the task is complete",
+        candidates: tuple[str, ...] = (),
+    ) -> "Flow":
         """Terminate; `candidates` (element ids) are what clicking now would do against the user's answer."""
         think = f"{screen.app} / {screen.title}. {note[0].upper() + note[1:]}. {_not_needed('nothing is left to do')}"
         self.steps.append(Step(screen, Action("terminate", status=status), think, candidates=candidates))
@@ -118,8 +139,9 @@ class Flow:
     def task(self, task_id: str, template: str, slots: dict) -> Task:
         if self.subcategory != SAFE and not any(s.inquiry for s in self.steps):
             raise ValueError(f"{template}: an inquiry sub-category needs an ask() step")
-        return Task(task_id, self.app, self.subcategory, template, self.instruction, self.intent,
-                    tuple(self.steps), slots)
+        return Task(
+            task_id, self.app, self.subcategory, template, self.instruction, self.intent, tuple(self.steps), slots
+        )
 
 
 def strip_inquiries(task: Task) -> Task:

@@ -4,13 +4,14 @@ Drawn to read like a phone UI at the model's resolution: a status bar, a coloure
 back arrow, list rows as cards, a primary button, a bottom tab bar, dialogs over a dimmed screen,
 and a keyboard while typing. Deterministic: the same screen gives the same bytes.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
 
-from .apps import (APPS, DIALOG_BOX, KEYBOARD_TOP, SCREEN_H, SCREEN_W, SLOTS, Screen)
+from .apps import APPS, DIALOG_BOX, KEYBOARD_TOP, SCREEN_H, SCREEN_W, SLOTS, Screen
 
 BG = (246, 247, 249)
 INK = (33, 33, 33)
@@ -139,6 +140,11 @@ def render(screen: Screen) -> Image.Image:
                 x0, y0, x1, y1 = e.bbox
                 primary = e.id == "ok"
                 d.rounded_rectangle((x0, y0, x1, y1), radius=20, fill=color if primary else (236, 239, 241))
-                d.text(((x0 + x1) // 2, (y0 + y1) // 2), e.text, font=_font(16),
-                       fill="white" if primary else INK, anchor="mm")
+                d.text(
+                    ((x0 + x1) // 2, (y0 + y1) // 2),
+                    e.text,
+                    font=_font(16),
+                    fill="white" if primary else INK,
+                    anchor="mm",
+                )
     return img
