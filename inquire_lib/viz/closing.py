@@ -10,6 +10,7 @@ Rates print as `0.20 (0.08-0.42) 4/20`: the value, its Wilson 95% interval and t
 rates are called apart only when their intervals do not overlap; otherwise a difference is "not resolved
 at this size", which is not "no difference".
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,15 @@ from ..runs.summary import ABLATION_PREFIX, rate
 
 # rates whose lower value is better (a fall is an improvement)
 LOWER_IS_BETTER = {"needless_rate", "unsafe_rate"}
-_NAMES = {"inquiry_recall": "step ISR", "needless_rate": "needless", "safe_step_accuracy": "safe-step acc",
-          "step_accuracy": "step acc", "success_rate": "task SR", "isr": "task ISR", "unsafe_rate": "unsafe"}
+_NAMES = {
+    "inquiry_recall": "step ISR",
+    "needless_rate": "needless",
+    "safe_step_accuracy": "safe-step acc",
+    "step_accuracy": "step acc",
+    "success_rate": "task SR",
+    "isr": "task ISR",
+    "unsafe_rate": "unsafe",
+}
 
 
 def _v(m: dict | None) -> float | None:
@@ -56,8 +64,10 @@ def _compare(label: str, before: str, after: str, a: dict | None, b: dict | None
     if apart(a, b):
         word = "above" if _v(b) > _v(a) else "below"
         return f"{label} of {after} lies {word} {before}'s with intervals apart ({_points(a, b)}): shown at this size."
-    return (f"{label}: {after} against {before} is {_points(a, b)}; their intervals ({a['lo']:.2f}-{a['hi']:.2f} "
-            f"and {b['lo']:.2f}-{b['hi']:.2f}) overlap: not resolved at this size.")
+    return (
+        f"{label}: {after} against {before} is {_points(a, b)}; their intervals ({a['lo']:.2f}-{a['hi']:.2f} "
+        f"and {b['lo']:.2f}-{b['hi']:.2f}) overlap: not resolved at this size."
+    )
 
 
 def _all_zero(rates: list[dict | None]) -> bool:
@@ -68,11 +78,15 @@ def _all_zero(rates: list[dict | None]) -> bool:
 def _zero_note(settings: dict, what: str) -> str:
     """Why every number is 0, from the profile."""
     if settings.get("name") == "smoke":
-        return (f"Every {what} is about 0 because the smoke profile trains a ~0.4M-parameter model for a few steps "
-                f"({settings.get('sft_steps')} SFT, {settings.get('grpo_steps')} GRPO): these numbers check the "
-                f"plumbing (every stage ran, was evaluated and written), not learning.")
-    return (f"Every {what} is 0: at {settings.get('sft_steps')} SFT and {settings.get('grpo_steps')} GRPO steps on "
-            f"{settings.get('model')} nothing measurable was learned here; a longer profile is where to read them.")
+        return (
+            f"Every {what} is about 0 because the smoke profile trains a ~0.4M-parameter model for a few steps "
+            f"({settings.get('sft_steps')} SFT, {settings.get('grpo_steps')} GRPO): these numbers check the "
+            f"plumbing (every stage ran, was evaluated and written), not learning."
+        )
+    return (
+        f"Every {what} is 0: at {settings.get('sft_steps')} SFT and {settings.get('grpo_steps')} GRPO steps on "
+        f"{settings.get('model')} nothing measurable was learned here; a longer profile is where to read them."
+    )
 
 
 def _lines(head: list[str], shows: list[str], cannot: list[str]) -> str:
@@ -85,37 +99,52 @@ def _lines(head: list[str], shows: list[str], cannot: list[str]) -> str:
 
 
 def _size(settings: dict) -> str:
-    return (f"profile `{settings.get('name')}` ({settings.get('model')}, {settings.get('eval_tasks')} held-out "
-            f"tasks, seed {settings.get('seed')})")
+    return (
+        f"profile `{settings.get('name')}` ({settings.get('model')}, {settings.get('eval_tasks')} held-out "
+        f"tasks, seed {settings.get('seed')})"
+    )
 
 
 # ----------------------------------------------------------------------------------- per notebook
 def _nb01(body: dict, run: Path, s: dict) -> str:
     stats = body.get("stats", {})
-    head = [f"{body.get('n_tasks')} tasks ({s.get('train_tasks')} train + {s.get('test_tasks')} test asked for), "
-            f"{stats.get('steps')} expert steps, {stats.get('inquiry_steps')} of them inquiry steps; "
-            f"{body.get('n_categories')} categories, {body.get('n_subcategories')} sub-categories, "
-            f"{body.get('safe_tasks')} safe control tasks; fingerprint `{body.get('fingerprint')}`."]
-    steps, inquiry, tasks = int(stats.get("steps") or 0), int(stats.get("inquiry_steps") or 0), int(body.get("n_tasks") or 0)
+    head = [
+        f"{body.get('n_tasks')} tasks ({s.get('train_tasks')} train + {s.get('test_tasks')} test asked for), "
+        f"{stats.get('steps')} expert steps, {stats.get('inquiry_steps')} of them inquiry steps; "
+        f"{body.get('n_categories')} categories, {body.get('n_subcategories')} sub-categories, "
+        f"{body.get('safe_tasks')} safe control tasks; fingerprint `{body.get('fingerprint')}`."
+    ]
+    steps, inquiry, tasks = (
+        int(stats.get("steps") or 0),
+        int(stats.get("inquiry_steps") or 0),
+        int(body.get("n_tasks") or 0),
+    )
     if steps and inquiry:
         head.append(f"one step in {steps / inquiry:.1f} needs an inquiry ({inquiry} of {steps})")
-    shows = ["The benchmark is generated, not sampled: its counts are exact for this seed, so they carry no "
-             "interval, and the fingerprint identifies every byte (the same fingerprint, the same data)."]
+    shows = [
+        "The benchmark is generated, not sampled: its counts are exact for this seed, so they carry no "
+        "interval, and the fingerprint identifies every byte (the same fingerprint, the same data)."
+    ]
     cannot = ["Nothing about a model: no checkpoint is trained or evaluated here (notebooks 02-05 do)."]
     if tasks and inquiry and s.get("eval_tasks"):
         due = max(round(s["eval_tasks"] * inquiry / tasks), int(s.get("eval_inquiry_steps") or 0))
         hw = half_width(wilson(due // 2, due)) if due else None
-        cannot.append(f"How rare an inquiry step is sets how wide step ISR's interval is later: the "
-                      f"{s['eval_tasks']} held-out tasks of this profile give about {due} inquiry steps to score"
-                      + (f", so an ISR near 0.5 is known to about +-{hw:.0f} points." if hw else "."))
+        cannot.append(
+            f"How rare an inquiry step is sets how wide step ISR's interval is later: the "
+            f"{s['eval_tasks']} held-out tasks of this profile give about {due} inquiry steps to score"
+            + (f", so an ISR near 0.5 is known to about +-{hw:.0f} points." if hw else ".")
+        )
     return _lines(head, shows, cannot)
 
 
 def _nb02(body: dict, run: Path, s: dict) -> str:
     o = body.get("overall", {})
     names = [n for n in ("base_agent", "sft_weak", "sft_full") if n in o]
-    head = [f"{n}: step ISR {rate(o[n].get('inquiry_recall'))}, needless {rate(o[n].get('needless_rate'))}, "
-            f"safe-step acc {rate(o[n].get('safe_step_accuracy'))}" for n in names]
+    head = [
+        f"{n}: step ISR {rate(o[n].get('inquiry_recall'))}, needless {rate(o[n].get('needless_rate'))}, "
+        f"safe-step acc {rate(o[n].get('safe_step_accuracy'))}"
+        for n in names
+    ]
     tasks = {m["checkpoint"]: m["overall"] for m in load_metrics(run, "task")}
     dagger = [r["checkpoint"] for r in body.get("dagger", [])]
     head += [f"{n} (task level, online): task SR {rate(tasks[n].get('success_rate'))}" for n in dagger if n in tasks]
@@ -124,71 +153,123 @@ def _nb02(body: dict, run: Path, s: dict) -> str:
     if _all_zero([o[n].get("inquiry_recall") for n in names] + [o[n].get("step_accuracy") for n in names]):
         shows.append(_zero_note(s, "trained checkpoint's rate"))
     elif start and "sft_full" in o:
-        shows.append(_compare("Step ISR", start, "sft_full", o.get(start, {}).get("inquiry_recall"),
-                              o["sft_full"].get("inquiry_recall")))
-        shows.append(_compare("Safe-step accuracy", start, "sft_full", o.get(start, {}).get("safe_step_accuracy"),
-                              o["sft_full"].get("safe_step_accuracy")))
+        shows.append(
+            _compare(
+                "Step ISR",
+                start,
+                "sft_full",
+                o.get(start, {}).get("inquiry_recall"),
+                o["sft_full"].get("inquiry_recall"),
+            )
+        )
+        shows.append(
+            _compare(
+                "Safe-step accuracy",
+                start,
+                "sft_full",
+                o.get(start, {}).get("safe_step_accuracy"),
+                o["sft_full"].get("safe_step_accuracy"),
+            )
+        )
     last = [n for n in dagger if n.startswith("sft_dagger")][-1:]
     if last and "sft_more" in tasks:
-        cannot.append(_compare("DAgger's task SR", "the equal-compute control sft_more", last[0],
-                               tasks["sft_more"].get("success_rate"), tasks[last[0]].get("success_rate")))
-    cannot.append(f"{s.get('sft_steps')} SFT steps and {s.get('dagger_rounds')} DAgger round(s) of "
-                  f"{s.get('dagger_steps')} steps on {_size(s)}: one run, so the run-to-run spread is not measured.")
+        cannot.append(
+            _compare(
+                "DAgger's task SR",
+                "the equal-compute control sft_more",
+                last[0],
+                tasks["sft_more"].get("success_rate"),
+                tasks[last[0]].get("success_rate"),
+            )
+        )
+    cannot.append(
+        f"{s.get('sft_steps')} SFT steps and {s.get('dagger_rounds')} DAgger round(s) of "
+        f"{s.get('dagger_steps')} steps on {_size(s)}: one run, so the run-to-run spread is not measured."
+    )
     return _lines(head, shows, cannot)
 
 
 def _nb03(body: dict, run: Path, s: dict) -> str:
     o = body.get("stages", {})
     pairs = [(a, b) for a, b in (("sft_weak", "grpo_weak"), ("sft_full", "grpo_full")) if a in o and b in o]
-    head = [f"{n}: step ISR {rate(o[n].get('inquiry_recall'))}, needless {rate(o[n].get('needless_rate'))}, "
-            f"safe-step acc {rate(o[n].get('safe_step_accuracy'))}" for pair in pairs for n in pair]
+    head = [
+        f"{n}: step ISR {rate(o[n].get('inquiry_recall'))}, needless {rate(o[n].get('needless_rate'))}, "
+        f"safe-step acc {rate(o[n].get('safe_step_accuracy'))}"
+        for pair in pairs
+        for n in pair
+    ]
     shows, cannot = [], []
-    if _all_zero([o[n].get("inquiry_recall") for p in pairs for n in p] + [o[n].get("step_accuracy") for p in pairs for n in p]):
+    if _all_zero(
+        [o[n].get("inquiry_recall") for p in pairs for n in p] + [o[n].get("step_accuracy") for p in pairs for n in p]
+    ):
         shows.append(_zero_note(s, "stage's rate"))
     else:
         shows += [_compare("Step ISR", a, b, o[a].get("inquiry_recall"), o[b].get("inquiry_recall")) for a, b in pairs]
         never = [a for a, _ in pairs if _v(o[a].get("inquiry_recall")) == 0]
         if never:
-            shows.append(f"{' and '.join(never)} never asks on the test split, so its groups seldom sample an ask "
-                         "for GRPO to reinforce: a start that asks sometimes is what GRPO can lift.")
+            shows.append(
+                f"{' and '.join(never)} never asks on the test split, so its groups seldom sample an ask "
+                "for GRPO to reinforce: a start that asks sometimes is what GRPO can lift."
+            )
     n_isr = next((o[b]["inquiry_recall"].get("n") for _, b in pairs if o[b].get("inquiry_recall")), None)
-    cannot.append(f"GRPO ran {s.get('grpo_steps')} steps with {s.get('grpo_seeds')} training seed(s) and its step ISR "
-                  f"stands on {n_isr} inquiry steps; the recipe's claim (+40 points of step ISR from the weak "
-                  "inquirer, every seed +30) needs the cpu profile's 300 steps, 3 seeds and 200 inquiry steps.")
+    cannot.append(
+        f"GRPO ran {s.get('grpo_steps')} steps with {s.get('grpo_seeds')} training seed(s) and its step ISR "
+        f"stands on {n_isr} inquiry steps; the recipe's claim (+40 points of step ISR from the weak "
+        "inquirer, every seed +30) needs the cpu profile's 300 steps, 3 seeds and 200 inquiry steps."
+    )
     return _lines(head, shows, cannot)
 
 
 def _nb04(body: dict, run: Path, s: dict) -> str:
     t = body.get("task_level", {})
     names = [n for n in ("sft_full", "grpo_full", "grpo_task") if n in t]
-    head = [f"{n}: task SR {rate(t[n].get('success_rate'))}, task ISR {rate(t[n].get('isr'))}, "
-            f"needless {rate(t[n].get('needless_rate'))}, unsafe {rate(t[n].get('unsafe_rate'))}" for n in names]
+    head = [
+        f"{n}: task SR {rate(t[n].get('success_rate'))}, task ISR {rate(t[n].get('isr'))}, "
+        f"needless {rate(t[n].get('needless_rate'))}, unsafe {rate(t[n].get('unsafe_rate'))}"
+        for n in names
+    ]
     head.append(f"self-corrections found (episodes that strayed and came back): {body.get('self_corrections')}")
     shows, cannot = [], []
     if _all_zero([t[n].get("success_rate") for n in names] + [t[n].get("isr") for n in names]):
         shows.append(_zero_note(s, "task rate"))
     elif len(names) >= 2:
-        shows.append(_compare("Task SR", names[-2], names[-1], t[names[-2]].get("success_rate"),
-                              t[names[-1]].get("success_rate")))
-    cannot.append(f"Stage 3 ran {s.get('task_grpo_steps')} task-level steps of {s.get('task_num_generations')} episodes "
-                  f"per task; whether multi-turn GRPO adds success needs far more steps than any CPU profile "
-                  f"gives (on cpu, 10 steps change task SR by +0.4 points, interval -0.8 to +1.7).")
+        shows.append(
+            _compare(
+                "Task SR", names[-2], names[-1], t[names[-2]].get("success_rate"), t[names[-1]].get("success_rate")
+            )
+        )
+    cannot.append(
+        f"Stage 3 ran {s.get('task_grpo_steps')} task-level steps of {s.get('task_num_generations')} episodes "
+        f"per task; whether multi-turn GRPO adds success needs far more steps than any CPU profile "
+        f"gives (on cpu, 10 steps change task SR by +0.4 points, interval -0.8 to +1.7)."
+    )
     return _lines(head, shows, cannot)
 
 
 def _nb05(body: dict, run: Path, s: dict) -> str:
-    step = {m["checkpoint"]: m["overall"] for m in load_metrics(run, "step")
-            if not str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)}
-    task = {m["checkpoint"]: m["overall"] for m in load_metrics(run, "task")
-            if not str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)}
+    step = {
+        m["checkpoint"]: m["overall"]
+        for m in load_metrics(run, "step")
+        if not str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)
+    }
+    task = {
+        m["checkpoint"]: m["overall"]
+        for m in load_metrics(run, "task")
+        if not str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)
+    }
     trained = [n for n in body.get("checkpoints", []) if n in step]
-    head = [f"{n}: step ISR {rate(step[n].get('inquiry_recall'))}, safe-step acc "
-            f"{rate(step[n].get('safe_step_accuracy'))}" + (f", task SR {rate(task[n].get('success_rate'))}"
-                                                             if n in task else "") for n in trained]
+    head = [
+        f"{n}: step ISR {rate(step[n].get('inquiry_recall'))}, safe-step acc "
+        f"{rate(step[n].get('safe_step_accuracy'))}"
+        + (f", task SR {rate(task[n].get('success_rate'))}" if n in task else "")
+        for n in trained
+    ]
     for ref in ("always_act", "expert"):
         if ref in task:
-            head.append(f"{ref} (reference): task SR {rate(task[ref].get('success_rate'))}, task ISR "
-                        f"{rate(task[ref].get('isr'))}")
+            head.append(
+                f"{ref} (reference): task SR {rate(task[ref].get('success_rate'))}, task ISR "
+                f"{rate(task[ref].get('isr'))}"
+            )
     shows, cannot = [], []
     if _all_zero([step[n].get("inquiry_recall") for n in trained] + [step[n].get("step_accuracy") for n in trained]):
         shows.append(_zero_note(s, "trained checkpoint's rate"))
@@ -198,8 +279,10 @@ def _nb05(body: dict, run: Path, s: dict) -> str:
         if "always_act" in task and best in task:
             shows.append(_compare("Task ISR", "always_act", best, task["always_act"].get("isr"), task[best].get("isr")))
     widest = max((half_width(step[n].get("inquiry_recall")) or 0 for n in trained), default=0)
-    cannot.append(f"On {_size(s)} a step ISR interval is up to +-{widest:.0f} points wide, so checkpoints a few points "
-                  "apart are not told apart; the cpu profile's 160 tasks and 200 inquiry steps narrow it to about +-7.")
+    cannot.append(
+        f"On {_size(s)} a step ISR interval is up to +-{widest:.0f} points wide, so checkpoints a few points "
+        "apart are not told apart; the cpu profile's 160 tasks and 200 inquiry steps narrow it to about +-7."
+    )
     return _lines(head, shows, cannot)
 
 
@@ -217,15 +300,21 @@ def _nb06(body: dict, run: Path, s: dict) -> str:
         probes = sum(bool(p.get("probe")) for p in preds)
         due = [p for p in preds if p.get("inquiry_required")]
         asked = wilson(sum(p.get("outcome") == "correct" for p in due), len(due))
-        head.append(f"{n}: {n_steps.get(n)} step predictions = {n_steps.get(n, 0) - probes} test steps + {probes} "
-                    f"inquiry probes; {oc.get('correct', 0)} correct, {oc.get('missed_inquiry', 0)} missed inquiries, "
-                    f"{oc.get('needless_inquiry', 0)} needless; asked where due (step ISR) {rate(asked)}")
-    shows = ["Where each checkpoint fails, step by step: the inspector and the report open on the missed "
-             "inquiries, the failure this recipe targets. A probe is an inquiry step of a further task that counts "
-             "toward step ISR only: the outcome table above counts it beside the test steps, the report's table in a "
-             "column of its own, so there the outcome columns add up to the test steps."]
-    cannot = ["The counts are of one run's predictions; whether one checkpoint beats another is notebook "
-              "05's intervals, not these counts."]
+        head.append(
+            f"{n}: {n_steps.get(n)} step predictions = {n_steps.get(n, 0) - probes} test steps + {probes} "
+            f"inquiry probes; {oc.get('correct', 0)} correct, {oc.get('missed_inquiry', 0)} missed inquiries, "
+            f"{oc.get('needless_inquiry', 0)} needless; asked where due (step ISR) {rate(asked)}"
+        )
+    shows = [
+        "Where each checkpoint fails, step by step: the inspector and the report open on the missed "
+        "inquiries, the failure this recipe targets. A probe is an inquiry step of a further task that counts "
+        "toward step ISR only: the outcome table above counts it beside the test steps, the report's table in a "
+        "column of its own, so there the outcome columns add up to the test steps."
+    ]
+    cannot = [
+        "The counts are of one run's predictions; whether one checkpoint beats another is notebook "
+        "05's intervals, not these counts."
+    ]
     if pair and all(outcomes.get(n, {}).get("correct", 0) == 0 for n in pair):
         cannot.insert(0, _zero_note(s, "correct count"))
     return _lines(head, shows, cannot)
@@ -235,24 +324,34 @@ def _nb07(body: dict, run: Path, s: dict) -> str:
     effects = [e for e in body.get("effects", []) if e.get("effect") is not None]
     seeds = body.get("seeds", [])
     counts = body.get("counts", {})
-    head = [f"{len(body.get('points', []))} points ({counts.get('ok', 0)} run, {counts.get('reused', 0)} reused, "
-            f"{counts.get('failed', 0)} failed) over {len(seeds)} training seed(s); "
-            f"{sum(bool(e.get('excludes_zero')) for e in effects)} of {len(effects)} effects exclude 0"]
+    head = [
+        f"{len(body.get('points', []))} points ({counts.get('ok', 0)} run, {counts.get('reused', 0)} reused, "
+        f"{counts.get('failed', 0)} failed) over {len(seeds)} training seed(s); "
+        f"{sum(bool(e.get('excludes_zero')) for e in effects)} of {len(effects)} effects exclude 0"
+    ]
     shown = sorted(effects, key=lambda e: (not e.get("excludes_zero"), -abs(e["effect"])))[:6]
-    head += [f"{e['variant']} against {e['reference']}, {e['level']} {_NAMES.get(e['rate'], e['rate'])}: "
-             f"{100 * e['effect']:+.1f} points ({100 * e['lo']:+.1f} to {100 * e['hi']:+.1f})"
-             f"{' *' if e.get('excludes_zero') else ''}" for e in shown]
+    head += [
+        f"{e['variant']} against {e['reference']}, {e['level']} {_NAMES.get(e['rate'], e['rate'])}: "
+        f"{100 * e['effect']:+.1f} points ({100 * e['lo']:+.1f} to {100 * e['hi']:+.1f})"
+        f"{' *' if e.get('excludes_zero') else ''}"
+        for e in shown
+    ]
     shows, cannot = [], []
     if effects and all(abs(e["effect"]) < 1e-9 and abs(e["lo"]) < 1e-9 and abs(e["hi"]) < 1e-9 for e in effects):
         shows.append(_zero_note(s, "effect"))
     else:
         sure = [e for e in effects if e.get("excludes_zero")]
-        shows.append(f"{len(sure)} effect(s) (`*`) have an interval that excludes 0: differences this budget "
-                     "and test set tell apart." if sure else "No effect's interval excludes 0 at this size.")
-    cannot.append(f"Each point trains {s.get('ablation_sft_steps')} SFT or {s.get('ablation_grpo_steps')} GRPO steps on "
-                  f"{_size(s)}; an interval that spans 0 is no measured effect, not no effect"
-                  + (", and with one seed it covers the test items only, not the run-to-run spread." if len(seeds) < 2
-                     else "."))
+        shows.append(
+            f"{len(sure)} effect(s) (`*`) have an interval that excludes 0: differences this budget "
+            "and test set tell apart."
+            if sure
+            else "No effect's interval excludes 0 at this size."
+        )
+    cannot.append(
+        f"Each point trains {s.get('ablation_sft_steps')} SFT or {s.get('ablation_grpo_steps')} GRPO steps on "
+        f"{_size(s)}; an interval that spans 0 is no measured effect, not no effect"
+        + (", and with one seed it covers the test items only, not the run-to-run spread." if len(seeds) < 2 else ".")
+    )
     return _lines(head, shows, cannot)
 
 

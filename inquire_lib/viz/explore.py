@@ -3,6 +3,7 @@
 Everything here is a pure function of a generated `DatasetDict` (see `inquire_lib.data.benchmark`), its
 `stats`, or InquireMobile's sample files; nothing draws on a model. Figures are written by `pipeline.save_fig`.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,13 +26,34 @@ from ..world.apps import SCREEN_H, SCREEN_W
 
 ORDER = [*CATEGORIES, SAFE]  # categories in taxonomy order, safe controls last
 SUB_ORDER = [*subcategories(), SAFE]
-CATEGORY_COLORS = {"risk": "#D32F2F", "privacy": "#7B1FA2", "intent": "#1565C0",
-                   "uncertainty": "#EF6C00", "combination": "#00897B", SAFE: "#9E9E9E"}
+CATEGORY_COLORS = {
+    "risk": "#D32F2F",
+    "privacy": "#7B1FA2",
+    "intent": "#1565C0",
+    "uncertainty": "#EF6C00",
+    "combination": "#00897B",
+    SAFE: "#9E9E9E",
+}
 GOLD = "#FFD600"
 # columns that never need an image decoded
-_TEXT_COLUMNS = ["id", "task_id", "step", "num_steps", "app", "template", "category", "subcategory",
-                 "instruction", "history", "a11y", "gold_action", "gold_bbox", "inquiry_required",
-                 "inquiry_reason", "user_reply"]
+_TEXT_COLUMNS = [
+    "id",
+    "task_id",
+    "step",
+    "num_steps",
+    "app",
+    "template",
+    "category",
+    "subcategory",
+    "instruction",
+    "history",
+    "a11y",
+    "gold_action",
+    "gold_bbox",
+    "inquiry_required",
+    "inquiry_reason",
+    "user_reply",
+]
 
 
 # ------------------------------------------------------------------------------ sizes
@@ -70,12 +92,36 @@ def benchmark_tasks(dd: datasets.DatasetDict) -> pd.DataFrame:
     inquiry_required (the task has an inquiry step), instruction; splits in train, test order."""
     frames = []
     for split in sorted(dd, key=lambda s: (s != "train", s)):
-        cols = dd[split].select_columns(["task_id", "step", "num_steps", "category", "subcategory", "template",
-                                         "app", "instruction", "inquiry_required"]).to_pandas()
-        per_task = cols.groupby("task_id", sort=False).agg(
-            category=("category", "first"), subcategory=("subcategory", "first"), template=("template", "first"),
-            app=("app", "first"), num_steps=("num_steps", "first"), inquiry_required=("inquiry_required", "any"),
-            instruction=("instruction", "first")).reset_index()
+        cols = (
+            dd[split]
+            .select_columns(
+                [
+                    "task_id",
+                    "step",
+                    "num_steps",
+                    "category",
+                    "subcategory",
+                    "template",
+                    "app",
+                    "instruction",
+                    "inquiry_required",
+                ]
+            )
+            .to_pandas()
+        )
+        per_task = (
+            cols.groupby("task_id", sort=False)
+            .agg(
+                category=("category", "first"),
+                subcategory=("subcategory", "first"),
+                template=("template", "first"),
+                app=("app", "first"),
+                num_steps=("num_steps", "first"),
+                inquiry_required=("inquiry_required", "any"),
+                instruction=("instruction", "first"),
+            )
+            .reset_index()
+        )
         per_task.insert(0, "split", split)
         frames.append(per_task)
     return pd.concat(frames, ignore_index=True)
@@ -117,8 +163,13 @@ def category_figure(tasks: pd.DataFrame) -> go.Figure:
     """Bars of tasks per category (left) and per sub-category (right), one bar group per split,
     coloured by category."""
     splits = list(dict.fromkeys(tasks["split"]))
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.22, 0.78], horizontal_spacing=0.06,
-                        subplot_titles=("per category", "per sub-category"))
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.22, 0.78],
+        horizontal_spacing=0.06,
+        subplot_titles=("per category", "per sub-category"),
+    )
     patterns = ["", "/", ".", "x"]
     for i, split in enumerate(splits):
         part = tasks[tasks["split"] == split]
@@ -128,17 +179,42 @@ def category_figure(tasks: pd.DataFrame) -> go.Figure:
         cat_x = [c for c in ORDER if cats[c]]
         sub_x = [s for s in SUB_ORDER if subs[s]]
         pattern = dict(shape=patterns[i % len(patterns)])
-        fig.add_trace(go.Bar(
-            name=split, legendgroup=split, x=cat_x, y=[cats[c] for c in cat_x], offsetgroup=split,
-            marker=dict(color=[CATEGORY_COLORS[c] for c in cat_x], pattern=pattern),
-            hovertemplate=f"{split}: %{{x}} %{{y}} tasks<extra></extra>"), row=1, col=1)
-        fig.add_trace(go.Bar(
-            name=split, legendgroup=split, showlegend=False, x=sub_x, y=[subs[s] for s in sub_x],
-            offsetgroup=split, customdata=[sub_cat[s] for s in sub_x],
-            marker=dict(color=[CATEGORY_COLORS[sub_cat[s]] for s in sub_x], pattern=pattern),
-            hovertemplate=f"{split}: %{{x}} (%{{customdata}}) %{{y}} tasks<extra></extra>"), row=1, col=2)
-    fig.update_layout(barmode="group", title="InquireBench tasks per category and sub-category",
-                      legend_title="split (pattern)", width=1200, height=480, bargap=0.15)
+        fig.add_trace(
+            go.Bar(
+                name=split,
+                legendgroup=split,
+                x=cat_x,
+                y=[cats[c] for c in cat_x],
+                offsetgroup=split,
+                marker=dict(color=[CATEGORY_COLORS[c] for c in cat_x], pattern=pattern),
+                hovertemplate=f"{split}: %{{x}} %{{y}} tasks<extra></extra>",
+            ),
+            row=1,
+            col=1,
+        )
+        fig.add_trace(
+            go.Bar(
+                name=split,
+                legendgroup=split,
+                showlegend=False,
+                x=sub_x,
+                y=[subs[s] for s in sub_x],
+                offsetgroup=split,
+                customdata=[sub_cat[s] for s in sub_x],
+                marker=dict(color=[CATEGORY_COLORS[sub_cat[s]] for s in sub_x], pattern=pattern),
+                hovertemplate=f"{split}: %{{x}} (%{{customdata}}) %{{y}} tasks<extra></extra>",
+            ),
+            row=1,
+            col=2,
+        )
+    fig.update_layout(
+        barmode="group",
+        title="InquireBench tasks per category and sub-category",
+        legend_title="split (pattern)",
+        width=1200,
+        height=480,
+        bargap=0.15,
+    )
     fig.update_yaxes(title_text="tasks", row=1, col=1)
     fig.update_xaxes(tickangle=-50, row=1, col=2)
     return fig
@@ -147,15 +223,30 @@ def category_figure(tasks: pd.DataFrame) -> go.Figure:
 def length_figure(tasks: pd.DataFrame) -> go.Figure:
     """Histogram of trajectory lengths (steps per task), inquiry tasks and safe controls side by side."""
     fig = go.Figure()
-    for name, part in (("inquiry tasks", tasks[tasks["category"] != SAFE]),
-                       ("safe controls", tasks[tasks["category"] == SAFE])):
+    for name, part in (
+        ("inquiry tasks", tasks[tasks["category"] != SAFE]),
+        ("safe controls", tasks[tasks["category"] == SAFE]),
+    ):
         counts = Counter(part["num_steps"])
         xs = sorted(counts)
-        fig.add_trace(go.Bar(name=name, x=xs, y=[counts[x] for x in xs],
-                             marker_color=CATEGORY_COLORS[SAFE] if name.startswith("safe") else "#1565C0",
-                             hovertemplate=f"{name}: %{{y}} tasks of %{{x}} steps<extra></extra>"))
-    fig.update_layout(barmode="group", title="Trajectory length (expert steps per task, both splits)",
-                      xaxis_title="steps", yaxis_title="tasks", xaxis=dict(dtick=1), width=720, height=400)
+        fig.add_trace(
+            go.Bar(
+                name=name,
+                x=xs,
+                y=[counts[x] for x in xs],
+                marker_color=CATEGORY_COLORS[SAFE] if name.startswith("safe") else "#1565C0",
+                hovertemplate=f"{name}: %{{y}} tasks of %{{x}} steps<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="group",
+        title="Trajectory length (expert steps per task, both splits)",
+        xaxis_title="steps",
+        yaxis_title="tasks",
+        xaxis=dict(dtick=1),
+        width=720,
+        height=400,
+    )
     return fig
 
 
@@ -206,20 +297,42 @@ def prompt_lengths(rows: Iterable[dict], profile: Profile, tokenize: Callable | 
     for r in rows:
         text, n_images = message_text(prompts.prompt_messages(r, profile, frame))
         n_text = count_tokens(tokenize, text)
-        out.append({"id": r["id"], "category": r["category"], "text_tokens": n_text, "images": n_images,
-                    "image_tokens": n_images * per_image, "total_tokens": n_text + n_images * per_image})
+        out.append(
+            {
+                "id": r["id"],
+                "category": r["category"],
+                "text_tokens": n_text,
+                "images": n_images,
+                "image_tokens": n_images * per_image,
+                "total_tokens": n_text + n_images * per_image,
+            }
+        )
     return pd.DataFrame(out)
 
 
 def token_figure(lengths: pd.DataFrame, unit: str = "whitespace tokens") -> go.Figure:
     """Histogram of prompt text lengths, inquiry steps' tasks vs safe controls."""
     fig = go.Figure()
-    for name, part in (("inquiry tasks", lengths[lengths["category"] != SAFE]),
-                       ("safe controls", lengths[lengths["category"] == SAFE])):
-        fig.add_trace(go.Histogram(name=name, x=part["text_tokens"], opacity=0.75,
-                                   marker_color=CATEGORY_COLORS[SAFE] if name.startswith("safe") else "#1565C0"))
-    fig.update_layout(barmode="overlay", title=f"Prompt text length per step ({unit}; images not counted)",
-                      xaxis_title=unit, yaxis_title="steps", width=720, height=400)
+    for name, part in (
+        ("inquiry tasks", lengths[lengths["category"] != SAFE]),
+        ("safe controls", lengths[lengths["category"] == SAFE]),
+    ):
+        fig.add_trace(
+            go.Histogram(
+                name=name,
+                x=part["text_tokens"],
+                opacity=0.75,
+                marker_color=CATEGORY_COLORS[SAFE] if name.startswith("safe") else "#1565C0",
+            )
+        )
+    fig.update_layout(
+        barmode="overlay",
+        title=f"Prompt text length per step ({unit}; images not counted)",
+        xaxis_title=unit,
+        yaxis_title="steps",
+        width=720,
+        height=400,
+    )
     return fig
 
 
@@ -240,8 +353,8 @@ def example_indices(ds: datasets.Dataset) -> dict[str, int]:
 def _wrap(text: str, width: int, max_lines: int = 6) -> str:
     lines = textwrap.wrap(text, width) or [""]
     if len(lines) > max_lines:
-        lines = lines[:max_lines - 1] + [lines[max_lines - 1][: width - 1] + "…"]
-    return "<br>".join(_esc(l) for l in lines)
+        lines = lines[: max_lines - 1] + [lines[max_lines - 1][: width - 1] + "…"]
+    return "<br>".join(_esc(line) for line in lines)
 
 
 def _esc(text: str) -> str:
@@ -261,9 +374,11 @@ def gold_caption(row: dict, width: int = 34) -> str:
         act += f" {gold.status}"
     lines = [f"<b>gold:</b> {_esc(act)}"]
     if row["inquiry_required"]:
-        lines += ["<b>inquiry required</b>: " + _wrap(row["inquiry_reason"], width),
-                  "<b>asks:</b> " + _wrap(gold.text or "", width),
-                  "<b>user:</b> " + _wrap(row["user_reply"], width)]
+        lines += [
+            "<b>inquiry required</b>: " + _wrap(row["inquiry_reason"], width),
+            "<b>asks:</b> " + _wrap(gold.text or "", width),
+            "<b>user:</b> " + _wrap(row["user_reply"], width),
+        ]
     else:
         lines.append("inquiry not needed")
     return "<br>".join(lines)
@@ -274,14 +389,31 @@ def _marks(fig: go.Figure, row: dict, col: int | None) -> None:
     where = dict(row=1, col=col) if col else {}
     bbox = list(row["gold_bbox"])
     if bbox != NO_BBOX:
-        fig.add_shape(type="rect", x0=bbox[0], y0=bbox[1], x1=bbox[2], y1=bbox[3],
-                      line=dict(color=GOLD, width=3), name="gold_bbox", **where)
+        fig.add_shape(
+            type="rect",
+            x0=bbox[0],
+            y0=bbox[1],
+            x1=bbox[2],
+            y1=bbox[3],
+            line=dict(color=GOLD, width=3),
+            name="gold_bbox",
+            **where,
+        )
     gold = json.loads(row["gold_action"])
     if "coordinate" in gold:
         x, y = gold["coordinate"]
-        fig.add_trace(go.Scatter(x=[x], y=[y], mode="markers", name="gold point", showlegend=False,
-                                 marker=dict(symbol="star", size=16, color=GOLD, line=dict(color="black", width=1)),
-                                 hovertemplate="gold (%{x}, %{y})<extra></extra>"), **where)
+        fig.add_trace(
+            go.Scatter(
+                x=[x],
+                y=[y],
+                mode="markers",
+                name="gold point",
+                showlegend=False,
+                marker=dict(symbol="star", size=16, color=GOLD, line=dict(color="black", width=1)),
+                hovertemplate="gold (%{x}, %{y})<extra></extra>",
+            ),
+            **where,
+        )
 
 
 def gold_figure(row: dict) -> go.Figure:
@@ -289,15 +421,46 @@ def gold_figure(row: dict) -> go.Figure:
     fig = go.Figure()
     _marks(fig, row, None)
     color = CATEGORY_COLORS.get(row["category"], "#000")
-    fig.add_layout_image(source=row["screenshot"], xref="x", yref="y", x=0, y=0, sizex=SCREEN_W, sizey=SCREEN_H,
-                         xanchor="left", yanchor="top", sizing="stretch", layer="below")
-    fig.add_annotation(text=gold_caption(row, width=44), xref="paper", yref="paper", x=0.02, y=0.98,
-                       xanchor="left", yanchor="top", showarrow=False, align="left", font=dict(size=11),
-                       bgcolor="rgba(255,255,255,0.9)", bordercolor=color, borderwidth=2, name="badge")
+    fig.add_layout_image(
+        source=row["screenshot"],
+        xref="x",
+        yref="y",
+        x=0,
+        y=0,
+        sizex=SCREEN_W,
+        sizey=SCREEN_H,
+        xanchor="left",
+        yanchor="top",
+        sizing="stretch",
+        layer="below",
+    )
+    fig.add_annotation(
+        text=gold_caption(row, width=44),
+        xref="paper",
+        yref="paper",
+        x=0.02,
+        y=0.98,
+        xanchor="left",
+        yanchor="top",
+        showarrow=False,
+        align="left",
+        font=dict(size=11),
+        bgcolor="rgba(255,255,255,0.9)",
+        bordercolor=color,
+        borderwidth=2,
+        name="badge",
+    )
     fig.update_layout(
-        title=dict(text=f"{_esc(row['id'])} · {row['category']} / {row['subcategory']}<br>"
-                        f"<sup>{_esc(row['instruction'])}</sup>", font=dict(size=13)),
-        width=460, height=820, margin=dict(l=40, r=20, t=80, b=30), plot_bgcolor="white", showlegend=False,
+        title=dict(
+            text=f"{_esc(row['id'])} · {row['category']} / {row['subcategory']}<br>"
+            f"<sup>{_esc(row['instruction'])}</sup>",
+            font=dict(size=13),
+        ),
+        width=460,
+        height=820,
+        margin=dict(l=40, r=20, t=80, b=30),
+        plot_bgcolor="white",
+        showlegend=False,
         xaxis=dict(range=[0, SCREEN_W], showgrid=False, zeroline=False, constrain="domain"),
         yaxis=dict(range=[SCREEN_H, 0], showgrid=False, zeroline=False, scaleanchor="x", scaleratio=1),
     )
@@ -313,17 +476,52 @@ def examples_figure(rows: list[dict]) -> go.Figure:
     for k, row in enumerate(rows, start=1):
         _marks(fig, row, k)
         ax = "" if k == 1 else str(k)
-        fig.add_layout_image(source=row["screenshot"], xref=f"x{ax}", yref=f"y{ax}", x=0, y=0, sizex=SCREEN_W,
-                             sizey=SCREEN_H, xanchor="left", yanchor="top", sizing="stretch", layer="below")
-        fig.add_annotation(text=gold_caption(row), xref=f"x{ax} domain", yref=f"y{ax} domain", x=0, y=-0.02,
-                           xanchor="left", yanchor="top", showarrow=False, align="left", font=dict(size=10))
+        fig.add_layout_image(
+            source=row["screenshot"],
+            xref=f"x{ax}",
+            yref=f"y{ax}",
+            x=0,
+            y=0,
+            sizex=SCREEN_W,
+            sizey=SCREEN_H,
+            xanchor="left",
+            yanchor="top",
+            sizing="stretch",
+            layer="below",
+        )
+        fig.add_annotation(
+            text=gold_caption(row),
+            xref=f"x{ax} domain",
+            yref=f"y{ax} domain",
+            x=0,
+            y=-0.02,
+            xanchor="left",
+            yanchor="top",
+            showarrow=False,
+            align="left",
+            font=dict(size=10),
+        )
         fig.update_xaxes(range=[0, SCREEN_W], showgrid=False, zeroline=False, showticklabels=False, row=1, col=k)
-        fig.update_yaxes(range=[SCREEN_H, 0], showgrid=False, zeroline=False, showticklabels=False,
-                         scaleanchor=f"x{ax}", scaleratio=1, row=1, col=k)
+        fig.update_yaxes(
+            range=[SCREEN_H, 0],
+            showgrid=False,
+            zeroline=False,
+            showticklabels=False,
+            scaleanchor=f"x{ax}",
+            scaleratio=1,
+            row=1,
+            col=k,
+        )
     for ann, row in zip(fig.layout.annotations, rows):  # subplot titles in the category's colour
         ann.font = dict(size=12, color=CATEGORY_COLORS.get(row["category"], "#000"))
-    fig.update_layout(title="One step per category, gold action in yellow", width=230 * n + 60, height=760,
-                      margin=dict(l=20, r=20, t=110, b=230), plot_bgcolor="white", showlegend=False)
+    fig.update_layout(
+        title="One step per category, gold action in yellow",
+        width=230 * n + 60,
+        height=760,
+        margin=dict(l=20, r=20, t=110, b=230),
+        plot_bgcolor="white",
+        showlegend=False,
+    )
     return fig
 
 
@@ -347,13 +545,20 @@ def external_samples(fixtures_dir: str | Path = external.SAMPLES_DIR) -> dict:
 def frame_table(grpo: datasets.Dataset) -> pd.DataFrame:
     """One row per GRPO record: line, action type, gold point, bbox (original frame), the original
     and resized sizes, and the frame the point was found in (see `external.detect_frame`)."""
-    return pd.DataFrame([{
-        "line": r["line"], "action": r["action"]["type"],
-        "point": tuple(r["point"]) if r["point"] else None,
-        "bbox": tuple(r["bbox"]) if list(r["bbox"]) != NO_BBOX else None,
-        "size": f"{r['width']}x{r['height']}", "resized": f"{r['resized_width']}x{r['resized_height']}",
-        "frame": r["frame"],
-    } for r in grpo])
+    return pd.DataFrame(
+        [
+            {
+                "line": r["line"],
+                "action": r["action"]["type"],
+                "point": tuple(r["point"]) if r["point"] else None,
+                "bbox": tuple(r["bbox"]) if list(r["bbox"]) != NO_BBOX else None,
+                "size": f"{r['width']}x{r['height']}",
+                "resized": f"{r['resized_width']}x{r['resized_height']}",
+                "frame": r["frame"],
+            }
+            for r in grpo
+        ]
+    )
 
 
 def describe_counts(values) -> dict:
@@ -361,12 +566,25 @@ def describe_counts(values) -> dict:
     s = pd.Series(list(values), dtype="float64")
     if s.empty:
         return {"n": 0, "mean": None, "median": None, "min": None, "max": None}
-    return {"n": int(s.size), "mean": round(float(s.mean()), 3), "median": float(s.median()),
-            "min": float(s.min()), "max": float(s.max())}
+    return {
+        "n": int(s.size),
+        "mean": round(float(s.mean()), 3),
+        "median": float(s.median()),
+        "min": float(s.min()),
+        "max": float(s.max()),
+    }
 
 
-def metrics(profile: Profile, seed: int, summary_: dict, tasks: pd.DataFrame, lengths: pd.DataFrame,
-            samples: dict, figures: dict, build_s: float | None = None) -> dict:
+def metrics(
+    profile: Profile,
+    seed: int,
+    summary_: dict,
+    tasks: pd.DataFrame,
+    lengths: pd.DataFrame,
+    samples: dict,
+    figures: dict,
+    build_s: float | None = None,
+) -> dict:
     """What notebook 01 measured: benchmark size, fingerprint and stats, trajectory and prompt
     lengths, what InquireMobile's samples held, the figures written (`pipeline.write_notebook_metrics`
     adds the notebook's name and the run manifest)."""
@@ -398,6 +616,7 @@ def metrics(profile: Profile, seed: int, summary_: dict, tasks: pd.DataFrame, le
             "grpo_records": int(len(samples["frames"])),
             "grpo_frames": {f: int(frames.get(f, 0)) for f in external.FRAMES},
         },
-        "figures": {name: {k: (str(v) if v is not None else None) for k, v in paths.items()}
-                    for name, paths in figures.items()},
+        "figures": {
+            name: {k: (str(v) if v is not None else None) for k, v in paths.items()} for name, paths in figures.items()
+        },
     }

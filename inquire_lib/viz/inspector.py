@@ -5,6 +5,7 @@ A run directory is `papermill_runs/<profile>/`; this module reads
 (optional, task-level episodes), `eval/screens/*.png` and `metrics/step_*.json`.
 `load_run`, `filter_steps` and `episodes` are plain functions; `Inspector` is the widget app.
 """
+
 from __future__ import annotations
 
 import html
@@ -14,8 +15,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..runs.records import (ORDER, OUTCOMES, PredictionFormatError, checkpoint_order, read_jsonl, read_predictions,
-                            validate_prediction)
+from ..runs.records import ORDER, OUTCOMES, PredictionFormatError, checkpoint_order, read_jsonl, read_predictions
 from . import overlays as viz
 
 
@@ -28,8 +28,8 @@ class RunData:
     """Everything the inspector and report read from one run directory."""
 
     run_dir: Path
-    preds: list[dict]                       # every checkpoint's step predictions, checkpoint order
-    checkpoints: list[str]                  # values of the records' `checkpoint` field
+    preds: list[dict]  # every checkpoint's step predictions, checkpoint order
+    checkpoints: list[str]  # values of the records' `checkpoint` field
     trajectories: dict[str, list[dict]] = field(default_factory=dict)  # per checkpoint; may be empty
     metrics: dict[str, dict] = field(default_factory=dict)  # metrics/step_<checkpoint>.json
     _images: dict[str, Image.Image] = field(default_factory=dict, repr=False)
@@ -52,12 +52,12 @@ class RunData:
         root = self.run_dir.resolve()
         who = f"prediction {pred['id']!r} ({pred['checkpoint']})"
         if "\x00" in rel or Path(rel).is_absolute():
-            raise UnsafePathError(f"{who}: screenshot {rel!r} is an absolute path; only files inside "
-                                  f"the run folder {root} are read")
+            raise UnsafePathError(
+                f"{who}: screenshot {rel!r} is an absolute path; only files inside the run folder {root} are read"
+            )
         path = (self.eval_dir / rel).resolve()
         if not path.is_relative_to(root):
-            raise UnsafePathError(f"{who}: screenshot {rel!r} resolves to {path}, outside the run "
-                                  f"folder {root}")
+            raise UnsafePathError(f"{who}: screenshot {rel!r} resolves to {path}, outside the run folder {root}")
         return path
 
     def screenshot(self, pred: dict) -> Image.Image:
@@ -69,15 +69,18 @@ class RunData:
         if rel not in self._images:
             path = self.screenshot_path(pred)
             if not path.is_file():
-                raise FileNotFoundError(f"screenshot {path} of prediction {pred['id']!r} "
-                                        f"({pred['checkpoint']}) does not exist")
+                raise FileNotFoundError(
+                    f"screenshot {path} of prediction {pred['id']!r} ({pred['checkpoint']}) does not exist"
+                )
             try:
                 with Image.open(path, formats=["PNG"]) as im:
                     self._images[rel] = im.convert("RGB")
             except (UnidentifiedImageError, Image.DecompressionBombError, OSError, ValueError) as exc:
-                raise PredictionFormatError(f"screenshot {path} of prediction {pred['id']!r} "
-                                            f"({pred['checkpoint']}) is not a readable PNG "
-                                            f"({' '.join(str(exc).split())})") from None
+                raise PredictionFormatError(
+                    f"screenshot {path} of prediction {pred['id']!r} "
+                    f"({pred['checkpoint']}) is not a readable PNG "
+                    f"({' '.join(str(exc).split())})"
+                ) from None
         return self._images[rel]
 
 
@@ -131,19 +134,22 @@ def load_run(run_dir: str | Path) -> RunData:
     metrics = {}
     for path in sorted((run_dir / "metrics").glob("step_*.json")):
         try:
-            metrics[path.stem[len("step_"):]] = json.loads(path.read_text(encoding="utf-8"))
+            metrics[path.stem[len("step_") :]] = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise PredictionFormatError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
     metrics = {name: metrics[name] for name in checkpoint_order(metrics)}
-    return RunData(run_dir=run_dir, preds=preds, checkpoints=checkpoints,
-                   trajectories=trajectories, metrics=metrics)
+    return RunData(run_dir=run_dir, preds=preds, checkpoints=checkpoints, trajectories=trajectories, metrics=metrics)
 
 
-def filter_steps(preds: list[dict], checkpoint: str | None = None, category: str | None = None,
-                 subcategory: str | None = None, outcome: str | None = None) -> list[dict]:
+def filter_steps(
+    preds: list[dict],
+    checkpoint: str | None = None,
+    category: str | None = None,
+    subcategory: str | None = None,
+    outcome: str | None = None,
+) -> list[dict]:
     """Predictions matching every given field (None matches anything), in input order."""
-    wanted = {"checkpoint": checkpoint, "category": category, "subcategory": subcategory,
-              "outcome": outcome}
+    wanted = {"checkpoint": checkpoint, "category": category, "subcategory": subcategory, "outcome": outcome}
     wanted = {k: v for k, v in wanted.items() if v is not None}
     return [p for p in preds if all(p[k] == v for k, v in wanted.items())]
 
@@ -155,8 +161,9 @@ def episodes(preds: list[dict]) -> list[str]:
 
 def episode_steps(preds: list[dict], checkpoint: str, task_id: str) -> list[dict]:
     """All predictions of one checkpoint for one task, sorted by step."""
-    return sorted((p for p in preds if p["checkpoint"] == checkpoint and p["task_id"] == task_id),
-                  key=lambda p: p["step"])
+    return sorted(
+        (p for p in preds if p["checkpoint"] == checkpoint and p["task_id"] == task_id), key=lambda p: p["step"]
+    )
 
 
 def outcome_options(preds: list[dict]) -> list[str]:
@@ -167,8 +174,8 @@ def outcome_options(preds: list[dict]) -> list[str]:
 
 
 _UNSET = object()
-_ALL = "(all)"   # dropdown value meaning "no filter" (ipywidgets shows a None value as blank)
-_NONE_B = "—"    # checkpoint B dropdown value meaning "no side-by-side"
+_ALL = "(all)"  # dropdown value meaning "no filter" (ipywidgets shows a None value as blank)
+_NONE_B = "—"  # checkpoint B dropdown value meaning "no side-by-side"
 
 
 def _val(value: str) -> str | None:
@@ -191,8 +198,13 @@ class Inspector:
     starts at missed_inquiry when A has one.
     """
 
-    def __init__(self, run_dir: str | Path | RunData, frame: str = "screen",
-                 checkpoint: str | None = None, checkpoint_b: str | None = None):
+    def __init__(
+        self,
+        run_dir: str | Path | RunData,
+        frame: str = "screen",
+        checkpoint: str | None = None,
+        checkpoint_b: str | None = None,
+    ):
         import ipywidgets as w
 
         self.run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
@@ -207,20 +219,26 @@ class Inspector:
             checkpoint = next((c for c in ckpts if c in missed), ckpts[0])
         # ipywidgets' default label column (~80 px) cuts "checkpoint A" and "subcategory" short
         label = dict(style={"description_width": "95px"})
-        self.checkpoint_dd = w.Dropdown(options=ckpts, value=checkpoint, description="checkpoint A",
-                                        **label)
-        self.checkpoint_b_dd = w.Dropdown(options=[_NONE_B] + ckpts,
-                                          value=_NONE_B if checkpoint_b is None else checkpoint_b,
-                                          description="checkpoint B", **label)
+        self.checkpoint_dd = w.Dropdown(options=ckpts, value=checkpoint, description="checkpoint A", **label)
+        self.checkpoint_b_dd = w.Dropdown(
+            options=[_NONE_B] + ckpts,
+            value=_NONE_B if checkpoint_b is None else checkpoint_b,
+            description="checkpoint B",
+            **label,
+        )
         self.category_dd = w.Dropdown(options=[_ALL], value=_ALL, description="category", **label)
-        self.subcategory_dd = w.Dropdown(options=[_ALL], value=_ALL, description="subcategory",
-                                         **label)
+        self.subcategory_dd = w.Dropdown(options=[_ALL], value=_ALL, description="subcategory", **label)
         self.outcome_dd = w.Dropdown(options=[_ALL], value=_ALL, description="outcome", **label)
         self.episode_dd = w.Dropdown(options=[], description="episode", **label)
-        self.frame_tb = w.ToggleButtons(options=["screen", "model"], value=frame, description="frame",
-                                        style={"description_width": "60px", "button_width": "80px"})
-        self.step_slider = w.IntSlider(min=0, max=0, value=0, description="step #",
-                                       continuous_update=False, style={"description_width": "60px"})
+        self.frame_tb = w.ToggleButtons(
+            options=["screen", "model"],
+            value=frame,
+            description="frame",
+            style={"description_width": "60px", "button_width": "80px"},
+        )
+        self.step_slider = w.IntSlider(
+            min=0, max=0, value=0, description="step #", continuous_update=False, style={"description_width": "60px"}
+        )
         self.play = w.Play(min=0, max=0, interval=1200, description="play")
         w.jslink((self.play, "value"), (self.step_slider, "value"))
         self.step_label = w.HTML()
@@ -237,35 +255,42 @@ class Inspector:
         self._fill_episodes()
         self._render()
         self.checkpoint_dd.observe(
-            lambda _c: self._guarded(lambda: self._fill_filter_options(keep=True),
-                                     self._fill_episodes, self._render), names="value")
+            lambda _c: self._guarded(lambda: self._fill_filter_options(keep=True), self._fill_episodes, self._render),
+            names="value",
+        )
         self.category_dd.observe(
-            lambda _c: self._guarded(self._fill_subcategories, self._fill_episodes, self._render),
-            names="value")
+            lambda _c: self._guarded(self._fill_subcategories, self._fill_episodes, self._render), names="value"
+        )
         for dd in (self.subcategory_dd, self.outcome_dd):
             dd.observe(lambda _c: self._guarded(self._fill_episodes, self._render), names="value")
         self.episode_dd.observe(
-            lambda _c: self._guarded(lambda: self._fill_steps(keep=False), self._render),
-            names="value")
+            lambda _c: self._guarded(lambda: self._fill_steps(keep=False), self._render), names="value"
+        )
         for dd in (self.checkpoint_b_dd, self.frame_tb, self.step_slider):
             dd.observe(lambda _c: self._guarded(self._render), names="value")
 
-        controls = w.VBox([
-            w.HBox([self.checkpoint_dd, self.checkpoint_b_dd, self.frame_tb]),
-            w.HBox([self.category_dd, self.subcategory_dd, self.outcome_dd]),
-            w.HBox([self.episode_dd, self.play, self.step_slider, self.step_label]),
-        ])
-        self.widget = w.VBox([controls, self.strip_box,
-                              w.HBox([self.fig_box, self.text_box], layout=w.Layout(flex_flow="row wrap"))])
+        controls = w.VBox(
+            [
+                w.HBox([self.checkpoint_dd, self.checkpoint_b_dd, self.frame_tb]),
+                w.HBox([self.category_dd, self.subcategory_dd, self.outcome_dd]),
+                w.HBox([self.episode_dd, self.play, self.step_slider, self.step_label]),
+            ]
+        )
+        self.widget = w.VBox(
+            [controls, self.strip_box, w.HBox([self.fig_box, self.text_box], layout=w.Layout(flex_flow="row wrap"))]
+        )
 
     # ----- state -------------------------------------------------------------------------------
     def _preds_a(self) -> list[dict]:
         return filter_steps(self.run.preds, checkpoint=self.checkpoint_dd.value)
 
     def _filtered(self) -> list[dict]:
-        return filter_steps(self._preds_a(), category=_val(self.category_dd.value),
-                            subcategory=_val(self.subcategory_dd.value),
-                            outcome=_val(self.outcome_dd.value))
+        return filter_steps(
+            self._preds_a(),
+            category=_val(self.category_dd.value),
+            subcategory=_val(self.subcategory_dd.value),
+            outcome=_val(self.outcome_dd.value),
+        )
 
     @property
     def current(self) -> dict | None:
@@ -283,12 +308,17 @@ class Inspector:
         """Current selections (None = all / unset), the listed episodes and the shown ids."""
         cur, cur_b = self.current, self.current_b
         return {
-            "checkpoint": self.checkpoint_dd.value, "checkpoint_b": _val(self.checkpoint_b_dd.value),
+            "checkpoint": self.checkpoint_dd.value,
+            "checkpoint_b": _val(self.checkpoint_b_dd.value),
             "category": _val(self.category_dd.value),
-            "subcategory": _val(self.subcategory_dd.value), "outcome": _val(self.outcome_dd.value),
-            "episode": self.episode_dd.value, "episodes": list(self.episode_dd.options),
-            "step": cur["step"] if cur else None, "frame": self.frame_tb.value,
-            "id": cur["id"] if cur else None, "id_b": cur_b["id"] if cur_b else None,
+            "subcategory": _val(self.subcategory_dd.value),
+            "outcome": _val(self.outcome_dd.value),
+            "episode": self.episode_dd.value,
+            "episodes": list(self.episode_dd.options),
+            "step": cur["step"] if cur else None,
+            "frame": self.frame_tb.value,
+            "id": cur["id"] if cur else None,
+            "id_b": cur_b["id"] if cur_b else None,
         }
 
     # ----- updates -----------------------------------------------------------------------------
@@ -310,8 +340,9 @@ class Inspector:
 
     def _fill_filter_options(self, keep: bool) -> None:
         preds = self._preds_a()
-        self._set_options(self.category_dd, sorted({p["category"] for p in preds}),
-                          self.category_dd.value if keep else _ALL)
+        self._set_options(
+            self.category_dd, sorted({p["category"] for p in preds}), self.category_dd.value if keep else _ALL
+        )
         self._fill_subcategories(keep=keep)
         outcomes = outcome_options(preds)
         default = "missed_inquiry" if "missed_inquiry" in outcomes else _ALL
@@ -319,8 +350,9 @@ class Inspector:
 
     def _fill_subcategories(self, keep: bool = False) -> None:
         preds = filter_steps(self._preds_a(), category=_val(self.category_dd.value))
-        self._set_options(self.subcategory_dd, sorted({p["subcategory"] for p in preds}),
-                          self.subcategory_dd.value if keep else _ALL)
+        self._set_options(
+            self.subcategory_dd, sorted({p["subcategory"] for p in preds}), self.subcategory_dd.value if keep else _ALL
+        )
 
     def _fill_episodes(self) -> None:
         tasks = episodes(self._filtered())
@@ -340,13 +372,23 @@ class Inspector:
         kept = [i for i in idx if self._steps[i]["step"] == old]
         self.step_slider.value = (kept or idx or [0])[0]
 
-    def select(self, checkpoint=_UNSET, checkpoint_b=_UNSET, category=_UNSET, subcategory=_UNSET,
-               outcome=_UNSET, episode=_UNSET, step=_UNSET, frame=_UNSET) -> dict:
+    def select(
+        self,
+        checkpoint=_UNSET,
+        checkpoint_b=_UNSET,
+        category=_UNSET,
+        subcategory=_UNSET,
+        outcome=_UNSET,
+        episode=_UNSET,
+        step=_UNSET,
+        frame=_UNSET,
+    ) -> dict:
         """Set the given selections in the order listed and return `state`.
 
         None means "all" for the filters and "no side-by-side" for checkpoint_b; `step` is a step
         number of the chosen episode. A value not on offer raises ValueError.
         """
+
         def pick(dd, value, what, none=_ALL):
             value = none if value is None else value
             if value not in dd.options:
@@ -434,7 +476,8 @@ class Inspector:
             return
         self.step_label.value = (
             f"step {cur['step']} ({self.step_slider.value + 1}/{len(self._steps)}) · "
-            f"<b style='color:{viz.OUTCOME_COLORS[cur['outcome']]}'>{cur['outcome']}</b>")
+            f"<b style='color:{viz.OUTCOME_COLORS[cur['outcome']]}'>{cur['outcome']}</b>"
+        )
         try:
             shots = [self.run.screenshot(p) for p in self._steps]
             self.strip = viz.trajectory_strip(self._steps, shots, highlight_step=cur["step"])
@@ -446,8 +489,11 @@ class Inspector:
         figs, texts = [], []
         for side, pred in shown:
             if pred is None:
-                figs.append(self._html(f"{side}_msg", f"<i>checkpoint {html.escape(b_name)} has no "
-                                                      f"step {html.escape(cur['id'])}</i>"))
+                figs.append(
+                    self._html(
+                        f"{side}_msg", f"<i>checkpoint {html.escape(b_name)} has no step {html.escape(cur['id'])}</i>"
+                    )
+                )
                 continue
             try:
                 fig = viz.step_figure(pred, self.run.screenshot(pred), frame=self.frame_tb.value)
@@ -456,8 +502,7 @@ class Inspector:
             else:
                 setattr(self, "figure_a" if side == "A" else "figure_b", fig)
                 figs.append(self._figure_widget(side, fig))
-            texts.append(self._html(f"{side}_text", viz.step_details_html(pred),
-                                    width="420px" if b_name else "560px"))
+            texts.append(self._html(f"{side}_text", viz.step_details_html(pred), width="420px" if b_name else "560px"))
         self.fig_box.children = tuple(figs)
         self.text_box.children = tuple(texts)
 

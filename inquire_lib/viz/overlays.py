@@ -8,6 +8,7 @@ redraws them on the image as the model saw it, scaled by the record's `frame` si
 a drawing scale in floats, so marks sit exactly where the screen point lands on the resized image;
 integer conversion of actions stays in `inquire_lib.agent.actions.Frame`.
 """
+
 from __future__ import annotations
 
 import html
@@ -35,20 +36,47 @@ OUTCOME_COLORS: dict[str, str] = {
 # One colour per checkpoint in every figure, the report and the inspector (the outcome colours above
 # are for outcomes only). Trained checkpoints darken along the recipe; references are greys.
 CHECKPOINT_COLORS: dict[str, str] = {
-    "untrained": "#9E9E9E", "base_agent": "#6D4C41", "sft_weak": "#80CBC4", "sft_full": "#00897B",
-    "sft_dagger": "#FFB300", "sft_dagger_r1": "#F9A825", "sft_dagger_r2": "#EF6C00", "sft_more": "#7CB342",
-    "grpo_weak": "#9FA8DA", "grpo_full": "#3949AB", "grpo_task": "#C2185B",
-    "expert": "#212121", "always_act": "#BDBDBD", "always_ask": "#757575", "random": "#E0E0E0",
+    "untrained": "#9E9E9E",
+    "base_agent": "#6D4C41",
+    "sft_weak": "#80CBC4",
+    "sft_full": "#00897B",
+    "sft_dagger": "#FFB300",
+    "sft_dagger_r1": "#F9A825",
+    "sft_dagger_r2": "#EF6C00",
+    "sft_more": "#7CB342",
+    "grpo_weak": "#9FA8DA",
+    "grpo_full": "#3949AB",
+    "grpo_task": "#C2185B",
+    "expert": "#212121",
+    "always_act": "#BDBDBD",
+    "always_ask": "#757575",
+    "random": "#E0E0E0",
 }
 # names outside the recipe (ablation points, synthetic runs) get one of these, by a stable hash: saturated
 # colours none of the fixed ones above uses, and no grey (greys are the references')
-_EXTRA_COLORS = ("#E53935", "#1E88E5", "#43A047", "#8E24AA", "#FB8C00", "#00ACC1", "#D81B60", "#5E35B1",
-                 "#C0CA33", "#6D9EEB", "#FF7043", "#26A69A", "#AB47BC", "#827717", "#0D47A1", "#B71C1C")
+_EXTRA_COLORS = (
+    "#E53935",
+    "#1E88E5",
+    "#43A047",
+    "#8E24AA",
+    "#FB8C00",
+    "#00ACC1",
+    "#D81B60",
+    "#5E35B1",
+    "#C0CA33",
+    "#6D9EEB",
+    "#FF7043",
+    "#26A69A",
+    "#AB47BC",
+    "#827717",
+    "#0D47A1",
+    "#B71C1C",
+)
 
 
 def _lighter(colour: str, share: float) -> str:
     """`colour` mixed with white by `share` (0: itself)."""
-    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
     return "#" + "".join(f"{round(c + (255 - c) * share):02X}" for c in rgb)
 
 
@@ -100,8 +128,7 @@ def frame_size(pred: dict, frame: str) -> tuple[int, int]:
     if frame not in ("screen", "model"):
         raise ValueError(f"frame must be 'screen' or 'model', got {frame!r}")
     f = pred["frame"]
-    return (int(f["screen_w"]), int(f["screen_h"])) if frame == "screen" else (
-        int(f["model_w"]), int(f["model_h"]))
+    return (int(f["screen_w"]), int(f["screen_h"])) if frame == "screen" else (int(f["model_w"]), int(f["model_h"]))
 
 
 def _scale(pred: dict, frame: str) -> tuple[float, float]:
@@ -144,8 +171,7 @@ def badge_text(pred: dict) -> str:
             # wrapped with its label, so that the label's width counts on the first line
             lines.append(_wrap("reason: " + pred["inquiry_reason"], max_lines=3))
     else:
-        lines = ["<b>Inquiry not required</b>",
-                 f"{_esc(pred['category'])} / {_esc(pred['subcategory'])}"]
+        lines = ["<b>Inquiry not required</b>", f"{_esc(pred['category'])} / {_esc(pred['subcategory'])}"]
     parsed = pred.get("parsed_action")
     if parsed is not None and parsed.get("action") == "call_user":
         asked = _wrap(f"Model asked: “{parsed.get('text') or ''}”", max_lines=4)
@@ -155,8 +181,20 @@ def badge_text(pred: dict) -> str:
 
 def _layout_image(image: Image.Image, width: int, height: int) -> dict:
     # Anchored at the top-left pixel; with the y axis reversed, y=0 is the top of the plot.
-    return dict(source=image, xref="x", yref="y", x=0, y=0, sizex=width, sizey=height,
-                xanchor="left", yanchor="top", sizing="stretch", layer="below", opacity=1.0)
+    return dict(
+        source=image,
+        xref="x",
+        yref="y",
+        x=0,
+        y=0,
+        sizex=width,
+        sizey=height,
+        xanchor="left",
+        yanchor="top",
+        sizing="stretch",
+        layer="below",
+        opacity=1.0,
+    )
 
 
 def _frame_axes(width: int, height: int) -> dict:
@@ -168,9 +206,23 @@ def _frame_axes(width: int, height: int) -> dict:
 
 
 def _arrow(name: str, start, end, color: str) -> dict:
-    return dict(name=name, x=end[0], y=end[1], ax=start[0], ay=start[1], xref="x", yref="y",
-                axref="x", ayref="y", text="", showarrow=True, arrowhead=2, arrowsize=1.5,
-                arrowwidth=3, arrowcolor=color)
+    return dict(
+        name=name,
+        x=end[0],
+        y=end[1],
+        ax=start[0],
+        ay=start[1],
+        xref="x",
+        yref="y",
+        axref="x",
+        ayref="y",
+        text="",
+        showarrow=True,
+        arrowhead=2,
+        arrowsize=1.5,
+        arrowwidth=3,
+        arrowcolor=color,
+    )
 
 
 def step_figure(pred: dict, screenshot: Image.Image, frame: str = "screen") -> go.Figure:
@@ -195,66 +247,146 @@ def step_figure(pred: dict, screenshot: Image.Image, frame: str = "screen") -> g
 
     bbox = list(pred.get("gold_bbox") or NO_BBOX)
     if bbox != NO_BBOX:
-        shapes.append(dict(name="gold_bbox", type="rect", xref="x", yref="y",
-                           x0=bbox[0] * sx, y0=bbox[1] * sy, x1=bbox[2] * sx, y1=bbox[3] * sy,
-                           line=dict(color=GOLD_COLOR, width=3), fillcolor="rgba(0,0,0,0)"))
+        shapes.append(
+            dict(
+                name="gold_bbox",
+                type="rect",
+                xref="x",
+                yref="y",
+                x0=bbox[0] * sx,
+                y0=bbox[1] * sy,
+                x1=bbox[2] * sx,
+                y1=bbox[3] * sy,
+                line=dict(color=GOLD_COLOR, width=3),
+                fillcolor="rgba(0,0,0,0)",
+            )
+        )
 
     gold = pred["gold_action"]
     if gold.get("action") == "swipe" and "coordinate" in gold and "coordinate2" in gold:
-        annotations.append(_arrow("gold_swipe", _xy(gold["coordinate"], sx, sy),
-                                  _xy(gold["coordinate2"], sx, sy), GOLD_COLOR))
+        annotations.append(
+            _arrow("gold_swipe", _xy(gold["coordinate"], sx, sy), _xy(gold["coordinate2"], sx, sy), GOLD_COLOR)
+        )
     elif gold.get("action") in _POINT_ACTIONS and "coordinate" in gold:
         gx, gy = _xy(gold["coordinate"], sx, sy)
-        fig.add_trace(go.Scatter(
-            name="gold", x=[gx], y=[gy], mode="markers",
-            marker=dict(symbol="star", size=18, color=GOLD_COLOR, line=dict(color="black", width=1)),
-            hovertemplate=f"gold {_esc(gold['action'])} (%{{x:.0f}}, %{{y:.0f}})<extra></extra>"))
+        fig.add_trace(
+            go.Scatter(
+                name="gold",
+                x=[gx],
+                y=[gy],
+                mode="markers",
+                marker=dict(symbol="star", size=18, color=GOLD_COLOR, line=dict(color="black", width=1)),
+                hovertemplate=f"gold {_esc(gold['action'])} (%{{x:.0f}}, %{{y:.0f}})<extra></extra>",
+            )
+        )
 
     parsed = pred.get("parsed_action")
     if parsed is not None:
         kind = parsed.get("action")
         if kind == "swipe" and "coordinate" in parsed and "coordinate2" in parsed:
-            annotations.append(_arrow("predicted_swipe", _xy(parsed["coordinate"], sx, sy),
-                                      _xy(parsed["coordinate2"], sx, sy), color))
+            annotations.append(
+                _arrow("predicted_swipe", _xy(parsed["coordinate"], sx, sy), _xy(parsed["coordinate2"], sx, sy), color)
+            )
         elif kind in _POINT_ACTIONS and "coordinate" in parsed:
             px, py = _xy(parsed["coordinate"], sx, sy)
-            fig.add_trace(go.Scatter(
-                name="predicted", x=[px], y=[py], mode="markers",
-                marker=dict(symbol="x", size=16, color=color, line=dict(color="white", width=2)),
-                hovertemplate=f"predicted {_esc(kind)} (%{{x:.0f}}, %{{y:.0f}})<extra></extra>"))
+            fig.add_trace(
+                go.Scatter(
+                    name="predicted",
+                    x=[px],
+                    y=[py],
+                    mode="markers",
+                    marker=dict(symbol="x", size=16, color=color, line=dict(color="white", width=2)),
+                    hovertemplate=f"predicted {_esc(kind)} (%{{x:.0f}}, %{{y:.0f}})<extra></extra>",
+                )
+            )
 
-    annotations.append(dict(
-        name="badge", text=badge_text(pred), xref="paper", yref="paper", x=0.01, y=0.99,
-        xanchor="left", yanchor="top", showarrow=False, align="left", font=dict(size=11),
-        bgcolor="rgba(255,255,255,0.88)", bordercolor=color, borderwidth=2, borderpad=4))
-    annotations.append(dict(
-        name="actions", xref="paper", yref="paper", x=0, y=-0.045, xanchor="left", yanchor="top",
-        showarrow=False, align="left", font=dict(size=11),
-        text=(f"gold: {_esc(action_text(gold, sx, sy))}   [{frame} px]<br>"
-              f"predicted: {_esc(action_text(parsed, sx, sy))}"
-              + (f" ({_esc(pred['parse_error'])})" if pred.get("parse_error") else ""))))
+    annotations.append(
+        dict(
+            name="badge",
+            text=badge_text(pred),
+            xref="paper",
+            yref="paper",
+            x=0.01,
+            y=0.99,
+            xanchor="left",
+            yanchor="top",
+            showarrow=False,
+            align="left",
+            font=dict(size=11),
+            bgcolor="rgba(255,255,255,0.88)",
+            bordercolor=color,
+            borderwidth=2,
+            borderpad=4,
+        )
+    )
+    annotations.append(
+        dict(
+            name="actions",
+            xref="paper",
+            yref="paper",
+            x=0,
+            y=-0.045,
+            xanchor="left",
+            yanchor="top",
+            showarrow=False,
+            align="left",
+            font=dict(size=11),
+            text=(
+                f"gold: {_esc(action_text(gold, sx, sy))}   [{frame} px]<br>"
+                f"predicted: {_esc(action_text(parsed, sx, sy))}"
+                + (f" ({_esc(pred['parse_error'])})" if pred.get("parse_error") else "")
+            ),
+        )
+    )
 
     # A coloured frame around the plot area: the outcome at a glance, even in thumbnails.
-    shapes.append(dict(name="outcome_frame", type="rect", xref="paper", yref="paper",
-                       x0=0, y0=0, x1=1, y1=1, line=dict(color=color, width=5),
-                       fillcolor="rgba(0,0,0,0)", layer="above"))
+    shapes.append(
+        dict(
+            name="outcome_frame",
+            type="rect",
+            xref="paper",
+            yref="paper",
+            x0=0,
+            y0=0,
+            x1=1,
+            y1=1,
+            line=dict(color=color, width=5),
+            fillcolor="rgba(0,0,0,0)",
+            layer="above",
+        )
+    )
 
     plot_h = _FIG_HEIGHT - _MARGIN["t"] - _MARGIN["b"]
     fig.update_layout(
         # Title below the modebar (which plotly draws in the top 30 px of a narrow figure).
-        title=dict(text=f"{_esc(pred['id'])} · {_esc(pred['checkpoint'])} · <b>{_esc(outcome)}</b>",
-                   font=dict(color=color, size=15), x=0.02, xanchor="left",
-                   yref="container", y=1 - 32 / _FIG_HEIGHT, yanchor="top"),
+        title=dict(
+            text=f"{_esc(pred['id'])} · {_esc(pred['checkpoint'])} · <b>{_esc(outcome)}</b>",
+            font=dict(color=color, size=15),
+            x=0.02,
+            xanchor="left",
+            yref="container",
+            y=1 - 32 / _FIG_HEIGHT,
+            yanchor="top",
+        ),
         width=int(plot_h * width / height) + _MARGIN["l"] + _MARGIN["r"],
-        height=_FIG_HEIGHT, margin=_MARGIN, showlegend=False, plot_bgcolor="white",
-        images=[_layout_image(image, width, height)], shapes=shapes, annotations=annotations,
+        height=_FIG_HEIGHT,
+        margin=_MARGIN,
+        showlegend=False,
+        plot_bgcolor="white",
+        images=[_layout_image(image, width, height)],
+        shapes=shapes,
+        annotations=annotations,
         **_frame_axes(width, height),
     )
     return fig
 
 
-def trajectory_strip(preds_of_one_task: list[dict], screenshots: list[Image.Image],
-                     highlight_step: int | None = None, thumb_width: int = 90) -> go.Figure:
+def trajectory_strip(
+    preds_of_one_task: list[dict],
+    screenshots: list[Image.Image],
+    highlight_step: int | None = None,
+    thumb_width: int = 90,
+) -> go.Figure:
     """One row of thumbnails of an episode, ordered by step, each framed in its outcome colour.
 
     Labels above each thumbnail say the step number; below, the outcome. `highlight_step` draws
@@ -275,30 +407,86 @@ def trajectory_strip(preds_of_one_task: list[dict], screenshots: list[Image.Imag
     for i, (pred, shot) in enumerate(pairs):
         x0 = i * (tw + gap)
         thumb = shot.convert("RGB").resize((tw, th), Image.Resampling.BICUBIC)
-        images.append(dict(source=thumb, xref="x", yref="y", x=x0, y=0, sizex=tw, sizey=th,
-                           xanchor="left", yanchor="top", sizing="stretch", layer="below"))
+        images.append(
+            dict(
+                source=thumb,
+                xref="x",
+                yref="y",
+                x=x0,
+                y=0,
+                sizex=tw,
+                sizey=th,
+                xanchor="left",
+                yanchor="top",
+                sizing="stretch",
+                layer="below",
+            )
+        )
         color = OUTCOME_COLORS[pred["outcome"]]
         wide = highlight_step is not None and pred["step"] == highlight_step
-        shapes.append(dict(name=f"frame_{pred['step']}", type="rect", xref="x", yref="y",
-                           x0=x0, y0=0, x1=x0 + tw, y1=th,
-                           line=dict(color=color, width=7 if wide else 3)))
-        annotations.append(dict(name=f"step_{pred['step']}", x=x0 + tw / 2, y=0, xref="x",
-                                yref="y", yanchor="bottom", showarrow=False,
-                                text=f"<b>step {pred['step']}</b>", font=dict(size=11)))
-        annotations.append(dict(name=f"outcome_{pred['step']}", x=x0 + tw / 2, y=th, xref="x",
-                                yref="y", yanchor="top", showarrow=False,
-                                text=_esc(pred["outcome"].replace("_", " ")),
-                                font=dict(size=10, color=color)))
+        shapes.append(
+            dict(
+                name=f"frame_{pred['step']}",
+                type="rect",
+                xref="x",
+                yref="y",
+                x0=x0,
+                y0=0,
+                x1=x0 + tw,
+                y1=th,
+                line=dict(color=color, width=7 if wide else 3),
+            )
+        )
+        annotations.append(
+            dict(
+                name=f"step_{pred['step']}",
+                x=x0 + tw / 2,
+                y=0,
+                xref="x",
+                yref="y",
+                yanchor="bottom",
+                showarrow=False,
+                text=f"<b>step {pred['step']}</b>",
+                font=dict(size=11),
+            )
+        )
+        annotations.append(
+            dict(
+                name=f"outcome_{pred['step']}",
+                x=x0 + tw / 2,
+                y=th,
+                xref="x",
+                yref="y",
+                yanchor="top",
+                showarrow=False,
+                text=_esc(pred["outcome"].replace("_", " ")),
+                font=dict(size=10, color=color),
+            )
+        )
     total_w = len(pairs) * (tw + gap) - gap
-    fig = go.Figure(go.Scatter(
-        name="steps", x=[i * (tw + gap) + tw / 2 for i in range(len(pairs))], y=[th / 2] * len(pairs),
-        mode="markers", marker=dict(size=tw // 2, opacity=0), customdata=[p["id"] for p, _ in pairs],
-        hovertext=[f"{p['id']}: {p['outcome']}" for p, _ in pairs], hoverinfo="text"))
+    fig = go.Figure(
+        go.Scatter(
+            name="steps",
+            x=[i * (tw + gap) + tw / 2 for i in range(len(pairs))],
+            y=[th / 2] * len(pairs),
+            mode="markers",
+            marker=dict(size=tw // 2, opacity=0),
+            customdata=[p["id"] for p, _ in pairs],
+            hovertext=[f"{p['id']}: {p['outcome']}" for p, _ in pairs],
+            hoverinfo="text",
+        )
+    )
     fig.update_layout(
-        title=dict(text=f"episode {_esc(pairs[0][0]['task_id'])} · {_esc(pairs[0][0]['checkpoint'])}",
-                   font=dict(size=13)),
-        width=total_w + 60, height=th + 110, margin=dict(l=30, r=30, t=50, b=40),
-        showlegend=False, plot_bgcolor="white", images=images, shapes=shapes,
+        title=dict(
+            text=f"episode {_esc(pairs[0][0]['task_id'])} · {_esc(pairs[0][0]['checkpoint'])}", font=dict(size=13)
+        ),
+        width=total_w + 60,
+        height=th + 110,
+        margin=dict(l=30, r=30, t=50, b=40),
+        showlegend=False,
+        plot_bgcolor="white",
+        images=images,
+        shapes=shapes,
         annotations=annotations,
         xaxis=dict(range=[-gap / 2, total_w + gap / 2], visible=False),
         yaxis=dict(range=[th + 2, -2], visible=False),
@@ -312,21 +500,29 @@ def episode_strip(episode: dict, eval_dir: str | Path, highlight_step: int | Non
     eval_dir = Path(eval_dir)
     preds, shots = [], []
     for st in episode["steps"]:
-        preds.append({"id": f"{episode['task_id']}/{st['step']}", "task_id": episode["task_id"], "step": st["step"],
-                      "outcome": st["outcome"], "frame": episode["frame"],
-                      "checkpoint": episode.get("checkpoint", "")})
+        preds.append(
+            {
+                "id": f"{episode['task_id']}/{st['step']}",
+                "task_id": episode["task_id"],
+                "step": st["step"],
+                "outcome": st["outcome"],
+                "frame": episode["frame"],
+                "checkpoint": episode.get("checkpoint", ""),
+            }
+        )
         with Image.open(eval_dir / st["screenshot"]) as im:
             shots.append(im.convert("RGB"))
     fig = trajectory_strip(preds, shots, highlight_step=highlight_step)
-    fig.update_layout(title_text=f"{episode.get('checkpoint', '')} · {episode['task_id']} ({episode['subcategory']}): "
-                                 f"{'success' if episode['success'] else 'failure'}")
+    fig.update_layout(
+        title_text=f"{episode.get('checkpoint', '')} · {episode['task_id']} ({episode['subcategory']}): "
+        f"{'success' if episode['success'] else 'failure'}"
+    )
     return fig
 
 
 def outcome_summary(preds: list[dict]) -> pd.DataFrame:
     """Counts of predictions per category (rows, sorted) and outcome (columns, in OUTCOMES order)."""
-    frame = pd.DataFrame(
-        [(p["category"], p["outcome"]) for p in preds], columns=["category", "outcome"])
+    frame = pd.DataFrame([(p["category"], p["outcome"]) for p in preds], columns=["category", "outcome"])
     table = pd.crosstab(frame["category"], frame["outcome"]) if len(frame) else pd.DataFrame()
     table = table.reindex(columns=list(OUTCOMES), fill_value=0).fillna(0).astype(int)
     table = table.sort_index()
@@ -337,8 +533,7 @@ def outcome_summary(preds: list[dict]) -> pd.DataFrame:
 def outcome_table(preds: list[dict], checkpoints: list[str] | None = None) -> pd.DataFrame:
     """Counts of predictions per checkpoint (rows: `checkpoints` in the given order, else in order
     of first appearance) and outcome (columns, OUTCOMES order), with a total column `n`."""
-    names = list(checkpoints) if checkpoints is not None else list(
-        dict.fromkeys(p["checkpoint"] for p in preds))
+    names = list(checkpoints) if checkpoints is not None else list(dict.fromkeys(p["checkpoint"] for p in preds))
     rows = {name: {o: 0 for o in OUTCOMES} for name in names}
     for p in preds:
         if p["checkpoint"] in rows:
@@ -357,13 +552,25 @@ def failure_bar(preds: list[dict], title: str = "Failures per category") -> go.F
     fig = go.Figure()
     for outcome in FAILURES:
         counts = table[outcome] if outcome in table else pd.Series(dtype=int)
-        fig.add_trace(go.Bar(
-            name=outcome, x=list(table.index), y=[int(v) for v in counts],
-            marker_color=OUTCOME_COLORS[outcome],
-            customdata=[[int(c), int(t)] for c, t in zip(counts, totals)],
-            hovertemplate=f"{outcome}: %{{customdata[0]}} of %{{customdata[1]}} steps<extra></extra>"))
-    fig.update_layout(barmode="stack", title=title, xaxis_title="category",
-                      yaxis_title="steps", legend_title="outcome", width=720, height=420)
+        fig.add_trace(
+            go.Bar(
+                name=outcome,
+                x=list(table.index),
+                y=[int(v) for v in counts],
+                marker_color=OUTCOME_COLORS[outcome],
+                customdata=[[int(c), int(t)] for c, t in zip(counts, totals)],
+                hovertemplate=f"{outcome}: %{{customdata[0]}} of %{{customdata[1]}} steps<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        barmode="stack",
+        title=title,
+        xaxis_title="category",
+        yaxis_title="steps",
+        legend_title="outcome",
+        width=720,
+        height=420,
+    )
     return fig
 
 
@@ -383,8 +590,9 @@ def find_chrome() -> str | None:
         return None
 
 
-def save_figure(fig: go.Figure, path_stem: str | os.PathLike, png: bool = True,
-                shared_js: bool = False) -> dict[str, Path | None]:
+def save_figure(
+    fig: go.Figure, path_stem: str | os.PathLike, png: bool = True, shared_js: bool = False
+) -> dict[str, Path | None]:
     """Write `<stem>.html` and `<stem>.png` when Chrome exists and `png` is set.
 
     The HTML inlines plotly.js (works offline, ~4.6 MB) unless `shared_js`, which writes
@@ -403,8 +611,10 @@ def save_figure(fig: go.Figure, path_stem: str | os.PathLike, png: bool = True,
         png_path = None
     elif find_chrome() is None:
         if not _png_notice_printed:
-            print("save_figure: PNG export skipped: kaleido needs Chrome/Chromium and none was "
-                  "found (install it with `apt-get install -y chromium`); HTML files are written.")
+            print(
+                "save_figure: PNG export skipped: kaleido needs Chrome/Chromium and none was "
+                "found (install it with `apt-get install -y chromium`); HTML files are written."
+            )
             _png_notice_printed = True
         png_path = None
     else:
@@ -466,8 +676,7 @@ def _raw_html(raw: str) -> str:
         return " <i class='raw-blank'>empty</i>"
     if not raw.strip():
         kinds = " ".join(sorted({"space" if c == " " else repr(c)[1:-1] for c in raw}))
-        return (f" <i class='raw-blank'>only whitespace: {len(raw)} characters "
-                f"({html.escape(kinds)})</i>")
+        return f" <i class='raw-blank'>only whitespace: {len(raw)} characters ({html.escape(kinds)})</i>"
     return f"<pre style='white-space:pre-wrap'>{html.escape(raw)}</pre>"
 
 
@@ -486,15 +695,18 @@ def step_details_html(pred: dict) -> str:
     for key in keys:
         g, p = gold.get(key), (parsed or {}).get(key)
         same = g == p
-        rows.append(f"<tr><td>{esc(key)}</td><td>{_cell(g)}</td><td>{_cell(p)}</td>"
-                    f"<td style='color:{'#2E7D32' if same else '#D32F2F'}'>{'=' if same else '≠'}</td></tr>")
+        rows.append(
+            f"<tr><td>{esc(key)}</td><td>{_cell(g)}</td><td>{_cell(p)}</td>"
+            f"<td style='color:{'#2E7D32' if same else '#D32F2F'}'>{'=' if same else '≠'}</td></tr>"
+        )
     rows.append(f"<tr><td>gold_bbox</td><td>{_cell(pred.get('gold_bbox'))}</td><td></td><td></td></tr>")
     rewards = pred.get("rewards") or {}
-    reward_rows = "".join(f"<tr><td>{esc(k)}</td><td>{float(v):+.3f}</td></tr>"
-                          for k, v in rewards.items())
-    inquiry = (f"required ({esc(pred['category'])} / {esc(pred['subcategory'])}): "
-               f"{esc(pred.get('inquiry_reason') or '')}" if pred["inquiry_required"]
-               else f"not required ({esc(pred['category'])} / {esc(pred['subcategory'])})")
+    reward_rows = "".join(f"<tr><td>{esc(k)}</td><td>{float(v):+.3f}</td></tr>" for k, v in rewards.items())
+    inquiry = (
+        f"required ({esc(pred['category'])} / {esc(pred['subcategory'])}): {esc(pred.get('inquiry_reason') or '')}"
+        if pred["inquiry_required"]
+        else f"not required ({esc(pred['category'])} / {esc(pred['subcategory'])})"
+    )
     return (
         f"<div class='step-details' data-id='{esc(pred['id'])}'>"
         f"<div><b>{esc(pred['id'])}</b> · {esc(pred['checkpoint'])} · "

@@ -6,6 +6,7 @@ metrics last. plotly.js is inlined once and every screenshot once (cards refer t
 are drawn when first shown). The card budget (`max_cards`) is shared across the checkpoints, so
 each gets its failures; a filter with nothing to show says why.
 """
+
 from __future__ import annotations
 
 import base64
@@ -23,8 +24,13 @@ from .inspector import load_run
 
 _OUTCOME_RANK = {o: i for i, o in enumerate(viz.FAILURES + ("correct",))}
 # the rates of the summary table, with their column titles
-SUMMARY_RATES = (("format", "format"), ("step_accuracy", "step acc"), ("inquiry_recall", "step ISR"),
-                 ("needless_rate", "needless"), ("safe_step_accuracy", "safe-step acc"))
+SUMMARY_RATES = (
+    ("format", "format"),
+    ("step_accuracy", "step acc"),
+    ("inquiry_recall", "step ISR"),
+    ("needless_rate", "needless"),
+    ("safe_step_accuracy", "safe-step acc"),
+)
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 16px; color: #222; }
@@ -142,7 +148,8 @@ def _metrics_html(metrics: dict[str, dict]) -> str:
             f"<details><summary>metrics: <b>{html.escape(ckpt)}</b> "
             f"({len(flat)} values)</summary><table>{rows}</table>"
             + (f"<details><summary>detail</summary><table>{more}</table></details>" if more else "")
-            + "</details>")
+            + "</details>"
+        )
     return "".join(parts)
 
 
@@ -157,8 +164,10 @@ ABLATION_PREFIX = "abl_"  # notebook 07's points (`ablations.point_name`), group
 
 def split_ablations(checkpoints: list[str]) -> tuple[list[str], list[str]]:
     """(the recipe's checkpoints and the references, notebook 07's ablation points), each in the given order."""
-    return ([c for c in checkpoints if not c.startswith(ABLATION_PREFIX)],
-            [c for c in checkpoints if c.startswith(ABLATION_PREFIX)])
+    return (
+        [c for c in checkpoints if not c.startswith(ABLATION_PREFIX)],
+        [c for c in checkpoints if c.startswith(ABLATION_PREFIX)],
+    )
 
 
 def summary_html(preds: list[dict], checkpoints: list[str], shown: dict[str, int]) -> str:
@@ -166,32 +175,47 @@ def summary_html(preds: list[dict], checkpoints: list[str], shown: dict[str, int
     (of the test steps, so they add up to them) and the headline rates with their 95% Wilson intervals
     (computed from the predictions; a probe counts toward step ISR only). Ablation points follow the
     recipe's checkpoints under a row of their own; a note under the table says what each count is."""
-    head = ("<tr><th>checkpoint</th><th>test steps</th><th>probes</th><th>cards</th>"
-            + "".join(f"<th>{html.escape(o)}</th>" for o in viz.OUTCOMES)
-            + "".join(f"<th>{title}</th>" for _, title in SUMMARY_RATES) + "</tr>")
+    head = (
+        "<tr><th>checkpoint</th><th>test steps</th><th>probes</th><th>cards</th>"
+        + "".join(f"<th>{html.escape(o)}</th>" for o in viz.OUTCOMES)
+        + "".join(f"<th>{title}</th>" for _, title in SUMMARY_RATES)
+        + "</tr>"
+    )
     width = 4 + len(viz.OUTCOMES) + len(SUMMARY_RATES)
 
     def row(ckpt: str) -> str:
         mine = [p for p in preds if p["checkpoint"] == ckpt]
         rates = step_rates(mine)
-        return (f"<tr data-checkpoint='{html.escape(ckpt, quote=True)}'><td><span class='swatch' "
-                f"style='background:{viz.checkpoint_color(ckpt)}'></span>{html.escape(ckpt)}</td>"
-                f"<td>{rates['n']}</td><td>{rates['n_probe']}</td><td>{shown.get(ckpt, 0)}</td>"
-                + "".join(f"<td>{rates['outcomes'][o]}</td>" for o in viz.OUTCOMES)
-                + "".join(_rate(rates[key]) for key, _ in SUMMARY_RATES) + "</tr>")
+        return (
+            f"<tr data-checkpoint='{html.escape(ckpt, quote=True)}'><td><span class='swatch' "
+            f"style='background:{viz.checkpoint_color(ckpt)}'></span>{html.escape(ckpt)}</td>"
+            f"<td>{rates['n']}</td><td>{rates['n_probe']}</td><td>{shown.get(ckpt, 0)}</td>"
+            + "".join(f"<td>{rates['outcomes'][o]}</td>" for o in viz.OUTCOMES)
+            + "".join(_rate(rates[key]) for key, _ in SUMMARY_RATES)
+            + "</tr>"
+        )
 
     main, points = split_ablations(checkpoints)
     rows = [row(c) for c in main]
     if points:
-        rows.append(f"<tr class='group'><th colspan='{width}'>ablation points of notebook 07 ({len(points)}: "
-                    "abl_&lt;variant&gt;_s&lt;training seed&gt;, each trained on the ablation budget and measured "
-                    "against its reference)</th></tr>")
+        rows.append(
+            f"<tr class='group'><th colspan='{width}'>ablation points of notebook 07 ({len(points)}: "
+            "abl_&lt;variant&gt;_s&lt;training seed&gt;, each trained on the ablation budget and measured "
+            "against its reference)</th></tr>"
+        )
         rows += [row(c) for c in points]
     probes = any(p.get("probe") for p in preds)
-    note = ("<div class='note'>test steps: the held-out test steps evaluated, whose outcome columns add up to "
-            "them; " + ("probes: inquiry steps of further test tasks, scored toward step ISR only (its n is "
-                        "the inquiry test steps plus the probes); " if probes else "probes: none in this run; ")
-            + "cards: the steps with a card below.</div>")
+    note = (
+        "<div class='note'>test steps: the held-out test steps evaluated, whose outcome columns add up to "
+        "them; "
+        + (
+            "probes: inquiry steps of further test tasks, scored toward step ISR only (its n is "
+            "the inquiry test steps plus the probes); "
+            if probes
+            else "probes: none in this run; "
+        )
+        + "cards: the steps with a card below.</div>"
+    )
     return f"<table class='summary'>{head}{''.join(rows)}</table>{note}"
 
 
@@ -204,16 +228,22 @@ def _check_choice(kind: str, given, valid: list[str]) -> list[str] | None:
     return list(given)
 
 
-def select_steps(preds: list[dict], checkpoints: list[str], failures_only: bool, max_cards: int,
-                 outcomes=None) -> list[dict]:
+def select_steps(
+    preds: list[dict], checkpoints: list[str], failures_only: bool, max_cards: int, outcomes=None
+) -> list[dict]:
     """The steps that get a card. Each checkpoint's candidates (its failures when `failures_only`,
     only `outcomes` when given) are ranked failures first (missed inquiries first), then by task and
     step; the `max_cards` budget is dealt one card per checkpoint in turn, so every checkpoint with
     candidates gets its share. Returned in checkpoint, task, step order."""
     ranked = {}
     for ckpt in checkpoints:
-        pool = [p for p in preds if p["checkpoint"] == ckpt and (not failures_only or p["outcome"] != "correct")
-                and (outcomes is None or p["outcome"] in outcomes)]
+        pool = [
+            p
+            for p in preds
+            if p["checkpoint"] == ckpt
+            and (not failures_only or p["outcome"] != "correct")
+            and (outcomes is None or p["outcome"] in outcomes)
+        ]
         ranked[ckpt] = sorted(pool, key=lambda p: (_OUTCOME_RANK[p["outcome"]], p["task_id"], p["step"]))
     chosen: list[dict] = []
     taken = {c: 0 for c in checkpoints}
@@ -234,10 +264,13 @@ def select_steps(preds: list[dict], checkpoints: list[str], failures_only: bool,
 def _skipped_html(skipped: list[tuple[dict, str]]) -> str:
     if not skipped:
         return ""
-    items = "".join(f"<li>{html.escape(p['id'])} ({html.escape(p['checkpoint'])}): {html.escape(why)}</li>"
-                    for p, why in skipped)
-    return (f"<details open><summary><b>{len(skipped)} step(s) skipped</b>: their screenshot could not "
-            f"be embedded</summary><ul class='note'>{items}</ul></details>")
+    items = "".join(
+        f"<li>{html.escape(p['id'])} ({html.escape(p['checkpoint'])}): {html.escape(why)}</li>" for p, why in skipped
+    )
+    return (
+        f"<details open><summary><b>{len(skipped)} step(s) skipped</b>: their screenshot could not "
+        f"be embedded</summary><ul class='note'>{items}</ul></details>"
+    )
 
 
 def _png_data_uri(image) -> str:
@@ -254,8 +287,15 @@ def _script_json(obj) -> str:
     return json.dumps(obj, separators=(",", ":")).replace("</", "<\\/")
 
 
-def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool = False,
-                 max_cards: int = 200, checkpoints=None, outcomes=None, skipped: list | None = None) -> Path:
+def write_report(
+    run_dir: str | Path,
+    out_path: str | Path,
+    failures_only: bool = False,
+    max_cards: int = 200,
+    checkpoints=None,
+    outcomes=None,
+    skipped: list | None = None,
+) -> Path:
     """Write one self-contained HTML report of the run's step predictions; return its path.
 
     `checkpoints` and `outcomes` restrict it (an unknown name raises ValueError naming the valid
@@ -284,8 +324,12 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
         preds.append(p)
     steps = select_steps(preds, ckpts, failures_only, max_cards, wanted)
     in_scope = lambda p: (not failures_only or p["outcome"] != "correct") and (wanted is None or p["outcome"] in wanted)
-    pool = {c: {o: sum(1 for p in preds if p["checkpoint"] == c and p["outcome"] == o and in_scope(p))
-                for o in viz.OUTCOMES} for c in ckpts}
+    pool = {
+        c: {
+            o: sum(1 for p in preds if p["checkpoint"] == c and p["outcome"] == o and in_scope(p)) for o in viz.OUTCOMES
+        }
+        for c in ckpts
+    }
     pool_n = sum(sum(v.values()) for v in pool.values())
     shown_per = {c: sum(1 for p in steps if p["checkpoint"] == c) for c in ckpts}
 
@@ -293,16 +337,20 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
     buttons = [f"<button data-kind='outcome' data-value='all'>all ({len(steps)})</button>"]
     for o in viz.OUTCOMES:
         if wanted is None or o in wanted:
-            buttons.append(f"<button data-kind='outcome' data-value='{o}' "
-                           f"style='border-color:{viz.OUTCOME_COLORS[o]}'>{o} ({counts[o]})</button>")
+            buttons.append(
+                f"<button data-kind='outcome' data-value='{o}' "
+                f"style='border-color:{viz.OUTCOME_COLORS[o]}'>{o} ({counts[o]})</button>"
+            )
     if len(ckpts) > 1:
-        button = lambda c: (f"<button data-kind='checkpoint' data-value='{html.escape(c, quote=True)}' "
-                            f"style='border-color:{viz.checkpoint_color(c)}'>{html.escape(c)} ({shown_per[c]})</button>")
+        button = lambda c: (
+            f"<button data-kind='checkpoint' data-value='{html.escape(c, quote=True)}' "
+            f"style='border-color:{viz.checkpoint_color(c)}'>{html.escape(c)} ({shown_per[c]})</button>"
+        )
         main, points = split_ablations(ckpts)
         buttons.append("<br><button data-kind='checkpoint' data-value='all'>all checkpoints</button>")
         buttons += [button(c) for c in main]
         if points:
-            buttons.append(f"<br><span class='note'>ablation points (notebook 07):</span>")
+            buttons.append("<br><span class='note'>ablation points (notebook 07):</span>")
             buttons += [button(c) for c in points]
 
     images: dict[str, str] = {}  # screenshot key -> data URI, each stored once
@@ -325,13 +373,16 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
             f"style='border-left-color:{viz.OUTCOME_COLORS[pred['outcome']]}'>"
             f"<div class='fig'><div id='step-fig-{i}'></div>"
             f"<script type='application/json' class='fig'>{_script_json({'data': spec['data'], 'layout': spec['layout']})}"
-            f"</script></div><div class='text'>{viz.step_details_html(pred)}</div></div>")
+            f"</script></div><div class='text'>{viz.step_details_html(pred)}</div></div>"
+        )
 
     scope = (" among failures" if failures_only else "") + (f" among outcomes {', '.join(wanted)}" if wanted else "")
     title = f"Step predictions: {html.escape(str(run.run_dir))}"
-    shown = (f"{len(steps)} of {pool_n} {'failing ' if failures_only else ''}steps shown"
-             + (f" (max_cards {max_cards}, shared across checkpoints, failures first)" if len(steps) < pool_n else "")
-             + (f", {len(skipped)} skipped" if skipped else ""))
+    shown = (
+        f"{len(steps)} of {pool_n} {'failing ' if failures_only else ''}steps shown"
+        + (f" (max_cards {max_cards}, shared across checkpoints, failures first)" if len(steps) < pool_n else "")
+        + (f", {len(skipped)} skipped" if skipped else "")
+    )
     doc = (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
         f"<title>{title}</title><style>{_STYLE}</style>"
@@ -345,28 +396,44 @@ def write_report(run_dir: str | Path, out_path: str | Path, failures_only: bool 
         + "<h2>Metric details</h2>"
         + _metrics_html({c: m for c, m in run.metrics.items() if c in ckpts})
         + f"<script type='application/json' id='images'>{_script_json(images)}</script>"
-        + f"<script type='application/json' id='counts'>"
-        + _script_json({"pool": pool, "max_cards": max_cards, "scope": scope}) + "</script>"
+        + "<script type='application/json' id='counts'>"
+        + _script_json({"pool": pool, "max_cards": max_cards, "scope": scope})
+        + "</script>"
         + f"<script>{_SCRIPT}</script></body></html>\n"
     )
     write_text_atomic(out_path, doc)
     return out_path
 
 
-def report_main(run_dir: str | Path, out: str | Path, failures_only: bool = False, max_cards: int = 200,
-                checkpoints=None, outcomes=None) -> int:
+def report_main(
+    run_dir: str | Path,
+    out: str | Path,
+    failures_only: bool = False,
+    max_cards: int = 200,
+    checkpoints=None,
+    outcomes=None,
+) -> int:
     """CLI entry: write the report, print its path and size and, on stderr, each step left out and
     why; on a missing or malformed run, or an unknown checkpoint or outcome, print the error to
     stderr and return 1."""
     skipped: list = []
     try:
-        path = write_report(run_dir, out, failures_only=failures_only, max_cards=max_cards,
-                            checkpoints=checkpoints, outcomes=outcomes, skipped=skipped)
+        path = write_report(
+            run_dir,
+            out,
+            failures_only=failures_only,
+            max_cards=max_cards,
+            checkpoints=checkpoints,
+            outcomes=outcomes,
+            skipped=skipped,
+        )
     except (FileNotFoundError, PredictionFormatError, ValueError) as exc:
         print(f"inquire report: {exc}", file=sys.stderr)
         return 1
     for pred, why in skipped:
         print(f"inquire report: skipped {why}", file=sys.stderr)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)"
-          + (f"; {len(skipped)} step(s) skipped, listed in the report" if skipped else ""))
+    print(
+        f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)"
+        + (f"; {len(skipped)} step(s) skipped, listed in the report" if skipped else "")
+    )
     return 0
