@@ -34,12 +34,13 @@ def _rate(r: dict) -> str:
     return f"{r['k']}/{r['n']} = {r['rate']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})" if r["n"] else "n/a"
 
 
-def steps(profile) -> dict:
+def steps(profile, limit: int = 0) -> dict:
     from inquire_lib.data.benchmark import test_records
     from inquire_lib.stages.evaluate import evaluate_checkpoint
     from inquire_lib.training.sft import base_agent
 
     records = [r for r in test_records(profile) if json.loads(r["gold_action"])["action"] != "call_user"]
+    records = records[:limit] if limit else records  # the first held-out tasks' steps
     metrics = evaluate_checkpoint(profile, NAME, records=records, path=base_agent(profile))
     overall = metrics["overall"]
     for action, rate in overall["by_gold_action"].items():
@@ -53,7 +54,7 @@ def steps(profile) -> dict:
     }
 
 
-def tasks(profile) -> dict:
+def tasks(profile, limit: int = 0) -> dict:
     from inquire_lib.data.benchmark import held_out_tasks
     from inquire_lib.evaluation.metrics import wilson
     from inquire_lib.evaluation.episodes import load_trajectories
@@ -61,6 +62,7 @@ def tasks(profile) -> dict:
     from inquire_lib.training.sft import base_agent
 
     held = held_out_tasks(profile)
+    held = held[:limit] if limit else held
     metrics = evaluate_checkpoint_tasks(profile, NAME, held, path=base_agent(profile), progress=True)
     episodes = load_trajectories(profile, NAME)
     safe = [e for e in episodes if not e["inquiry_required"]]
@@ -78,7 +80,7 @@ def tasks(profile) -> dict:
     return out
 
 
-def copy(profile) -> dict:
+def copy(profile, limit: int = 0) -> dict:
     from inquire_lib.evaluation.copying import induction, ordinary_tokens
     from inquire_lib.profiles import get_profile
     from inquire_lib.training.models import loaded
@@ -106,6 +108,7 @@ def main() -> None:
     ap.add_argument("--profile", default="small", help="a profile that trains its own stage 0")
     ap.add_argument("--part", choices=sorted(PARTS), required=True, help="which check to run")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
+    ap.add_argument("--limit", type=int, default=0, help="the first N acting steps or tasks (0: all)")
     args = ap.parse_args()
     import torch
 
@@ -117,12 +120,18 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     profile = get_profile(args.profile)
     t0 = time.time()
-    result = PARTS[args.part](profile)
+    result = PARTS[args.part](profile, args.limit)
     seconds = round(time.time() - t0, 1)
     print(f"{args.part}: {seconds} s on {cpu_kind()}")
     write_json_atomic(
         metrics_dir(profile) / f"base_agent_{args.part}.json",
-        {"part": args.part, "seconds": seconds, "result": result, "manifest": run_manifest(profile)},
+        {
+            "part": args.part,
+            "limit": args.limit,
+            "seconds": seconds,
+            "result": result,
+            "manifest": run_manifest(profile),
+        },
     )
 
 
