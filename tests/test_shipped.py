@@ -218,3 +218,35 @@ def test_an_adapter_ships_alone_and_installs_through_its_merge(tiny, tmp_path):
     (root / "small-agent" / shipped.ADAPTER_WEIGHTS).write_bytes(b"changed" * 300)
     assert not shipped.install("small-agent", tiny, tmp_path / "changed", root=root, merge=merge)
     assert len(merged) == 1 and not (tmp_path / "changed").exists()
+
+
+def test_the_small_profile_ships_its_base_agent_as_an_adapter(tmp_path):
+    """The committed stage-0 agent of the small profile is its LoRA adapter and vision tower alone; it
+    installs through its hashes onto the graft built from the installed GGUF file, and the merged agent
+    writes well-formed tool calls on held-out safe steps."""
+    import datasets
+
+    from inquire_lib.data.benchmark import FEATURES, generate_tasks, task_records
+    from inquire_lib.evaluation.steps import evaluate_model
+
+    profile = get_profile("small")
+    name = sft.base_agent_dir(profile).name
+    manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
+    assert manifest["kind"] == "adapter" and manifest["file"] == shipped.ADAPTER_WEIGHTS
+    assert (manifest["steps"], manifest["train_values"], manifest["seed"]) == (
+        profile.base_agent_steps,
+        "procedural",
+        0,
+    )
+    assert manifest["bytes"] <= shipped.MAX_BYTES
+    dest = tmp_path / name
+    merge = lambda adapter, out: sft.merge_adapter(profile, adapter, out, publish=False)
+    assert shipped.install(name, models.model_path(profile), dest, merge=merge), "the shipped adapter's hashes differ"
+    assert is_complete(dest) and (dest / shipped.ADAPTER / shipped.ADAPTER_WEIGHTS).exists()
+    safe = [t for t in generate_tasks(profile.seed, "test", 40) if not t.inquiry_required][:SAFE_TASKS]
+    rows = datasets.Dataset.from_list([r for t in safe for r in task_records(t)], features=FEATURES)
+    with models.loaded(profile, str(dest)) as m:
+        metrics = evaluate_model(
+            "shipped", m.model, m.processor, profile, list(rows), out_root=tmp_path / "runs", progress=False
+        )
+    assert metrics["overall"]["format"]["value"] >= 0.9, metrics["overall"]["format"]
