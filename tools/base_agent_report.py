@@ -31,7 +31,7 @@ NAME = "base_agent"
 
 
 def _rate(r: dict) -> str:
-    return f"{r['k']}/{r['n']} = {r['rate']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})" if r["n"] else "n/a"
+    return f"{r['k']}/{r['n']} = {r['value']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})" if r["n"] else "n/a"
 
 
 def steps(profile, limit: int = 0) -> dict:
