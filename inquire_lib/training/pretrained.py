@@ -42,6 +42,11 @@ PRETRAINED = {
 }
 
 
+# graft folders whose marker this process has checked: `model_path` is asked for the graft at every load, and
+# hashing its 540 MB again each time costs seconds on a CPU (the tiny models are a few MB)
+_CHECKED: set[Path] = set()
+
+
 class GGUFError(FileNotFoundError):
     """The GGUF file is missing, truncated or altered; `str()` is one line naming it and the install."""
 
@@ -207,7 +212,8 @@ def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0)
     from ..runs.integrity import check_cache, write_marker
 
     out_dir = Path(out_dir)
-    if check_cache(out_dir):
+    if out_dir in _CHECKED or check_cache(out_dir):
+        _CHECKED.add(out_dir)
         return out_dir
     spec = PRETRAINED[profile.model]
     path = gguf_file()
@@ -253,6 +259,7 @@ def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0)
             )
         )
         write_marker(tmp)
+    _CHECKED.add(out_dir)
     return out_dir
 
 
