@@ -136,7 +136,7 @@ def run(
 
             start = model_path(profile)
         base_s = time.perf_counter() - t0
-        records = training_records(benchmark(profile)["train"], profile, profile.sft_inquiry_fraction)
+        records = training_records(benchmark(profile)["train"], profile, profile.sft_inquiry_share)
         runs = []
         for i in range(repeats):
             ours = run_ours(profile, records, steps, name=f"bench_ours_{i}")

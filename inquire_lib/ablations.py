@@ -143,7 +143,7 @@ def _train(profile: Profile, v: Variant, train_seed: int) -> str:
     """Train the point's checkpoint with the profile's ablation budget; returns its path."""
     name = point_name(v.name, train_seed)
     if v.group == "sft" or v.name == "chain_sft":
-        return stages.sft(profile, name=name, inquiry_fraction=1.0, max_steps=profile.ablation_sft_steps).path
+        return stages.sft(profile, name=name, inquiry_share=1.0, max_steps=profile.ablation_sft_steps).path
     if v.group == "grpo":
         return stages.grpo(
             profile, start=checkpoint_path(profile, "sft_weak"), name=name, max_steps=profile.ablation_grpo_steps

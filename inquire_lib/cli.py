@@ -171,7 +171,12 @@ def explain_text(profile) -> str:
     for r in rows:
         value = json.dumps(r["value"], default=str)
         lines.append(f"{r['field']} = {value}  [{r['source']}]  affects: {', '.join(r['affects'])}")
-        lines.append(f"    {r['help']}")
+        sizes = (
+            f" (here {profile.train_split_tasks} + {profile.test_split_tasks})"
+            if r["field"] == "benchmark_tasks"
+            else ""
+        )
+        lines.append(f"    {r['help']}{sizes}")
     lines.append("affects:")
     lines += [f"  {word}: {meaning}" for word, meaning in AFFECTS.items()]
     return "\n".join(lines)
@@ -222,7 +227,7 @@ def _train(args) -> int:
         res = sft_stage.sft(
             profile,
             name=name,
-            inquiry_fraction=args.inquiry_fraction,
+            inquiry_share=args.inquiry_share,
             resume=args.resume,
             max_steps=args.max_steps,
             start=_checkpoint(profile, args.start),
@@ -436,7 +441,7 @@ def _parser() -> argparse.ArgumentParser:
         help="override a profile field, e.g. --set model=/models/Qwen2.5-VL-3B-Instruct",
     )
     t.add_argument("--max-steps", type=int, default=None)
-    t.add_argument("--inquiry-fraction", type=float, default=None, help="sft: share of inquiry steps kept")
+    t.add_argument("--inquiry-share", type=float, default=None, help="sft: share of inquiry steps kept")
     t.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output folder")
     t.set_defaults(fn=_train)
     ba = sub.add_parser(

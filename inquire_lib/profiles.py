@@ -44,6 +44,35 @@ AFFECTS: dict[str, str] = {
 }
 
 
+# the share of generated tasks that form the test split; the rest is the training split
+TEST_FRACTION = 0.2
+
+
+def split_sizes(n_tasks: int) -> dict[str, int]:
+    """The real sizes of the training and test splits of `n_tasks` generated tasks."""
+    n_test = max(1, round(n_tasks * TEST_FRACTION))
+    return {"train": n_tasks - n_test, "test": n_test}
+
+
+# fields renamed so that each concept has one name: the old name gets one line naming the new one
+RENAMED = {
+    "train_tasks": "benchmark_tasks (all the tasks generated; the training split is 80% of them: train_split_tasks)",
+    "test_tasks": "benchmark_tasks (all the tasks generated; the test split is 20% of them: test_split_tasks)",
+    "sft_inquiry_fraction": "sft_inquiry_share",
+    "weak_inquiry_fraction": "weak_inquiry_share",
+    "select_max_needless": "select_max_needless_steps",
+    "select_ask_max_share": "select_bias_max_needless_episodes",
+    "copy_warmup_seed_steps": "copy_warmup_easy_steps",
+    "copy_warmup_seed_vocab": "copy_warmup_easy_vocab",
+    "copy_warmup_seed_gap": "copy_warmup_easy_gap",
+    "copy_mix_fraction": "copy_mix_share",
+}
+
+
+def renamed_message(key: str) -> str:
+    return f"profile field {key!r} was renamed: use {RENAMED[key]}"
+
+
 @dataclass(frozen=True)
 class Profile:
     name: str = field(
@@ -67,17 +96,11 @@ class Profile:
         },
     )
     # --- data: generated InquireBench ---
-    train_tasks: int = field(
-        default=400,
+    benchmark_tasks: int = field(
+        default=520,
         metadata={
-            "help": "tasks generated for training; summed with test_tasks and the sum re-split 80/20",
-            "affects": ("data", "base_agent", "checkpoints"),
-        },
-    )
-    test_tasks: int = field(
-        default=120,
-        metadata={
-            "help": "tasks generated for testing; summed with train_tasks and the sum re-split 80/20",
+            "help": "tasks InquireBench generates for the profile, split 80/20 into the training and the test split "
+            "(their real sizes: `train_split_tasks`, `test_split_tasks`)",
             "affects": ("data", "base_agent", "checkpoints"),
         },
     )
@@ -284,8 +307,8 @@ class Profile:
     base_agent_init: str = field(
         default="",
         metadata={
-            "help": "stage 0 as a curriculum: continue from this base agent (its cache folder name, e.g. a shipped "
-            "base-agent-cpu-s0-v2-procedural) instead of random weights ('': from scratch)",
+            "help": "stage 0 continues this base agent (a cache folder name, e.g. a shipped one): its weights, or "
+            "for a pretrained model its adapter ('': from random weights, or a new adapter)",
             "affects": ("base_agent",),
         },
     )
@@ -354,27 +377,27 @@ class Profile:
         default=1e-3, metadata={"help": "the copy warm-up's learning rate", "affects": ("base_agent",)}
     )
     # where the circuit forms quickly (docs/base_agent.md: "The agents cannot copy at all")
-    copy_warmup_seed_steps: int = field(
+    copy_warmup_easy_steps: int = field(
         default=4000,
         metadata={
             "help": "the copy warm-up's first part: steps of strings of few tokens with short gaps",
             "affects": ("base_agent",),
         },
     )
-    copy_warmup_seed_vocab: int = field(
+    copy_warmup_easy_vocab: int = field(
         default=64,
         metadata={
             "help": "the seed part's strings use the first this many ordinary tokens",
             "affects": ("base_agent",),
         },
     )
-    copy_warmup_seed_gap: int = field(
+    copy_warmup_easy_gap: int = field(
         default=24, metadata={"help": "the seed part's longest gap, in tokens", "affects": ("base_agent",)}
     )
     # Copy rows (`training.warmup.copy_records`): a marked string of random tokens in the prompt, copied as the
     # answer. Measured (docs/base_agent.md): a quarter of 1,200 steps from the warmed model keeps 0.55 of
     # strings of 10 copied (0.19 without), yet the held-out `type` values' later tokens are right 88/178 (100/178 without)
-    copy_mix_fraction: float = field(
+    copy_mix_share: float = field(
         default=0.0,
         metadata={
             "help": "the share of stage 0's rows that are copy rows, so stage 0 keeps paying for the warm-up's copier",
@@ -394,7 +417,7 @@ class Profile:
     sft_warmup_steps: int = field(
         default=30, metadata={"help": "stage 1's learning-rate warm-up steps", "affects": ("sft",)}
     )
-    sft_inquiry_fraction: float = field(
+    sft_inquiry_share: float = field(
         default=1.0, metadata={"help": "the share of inquiry steps full SFT keeps (sft_full)", "affects": ("sft",)}
     )
     sft_inquiry_oversample: int = field(
@@ -426,7 +449,7 @@ class Profile:
             "affects": ("data", "sft", "dagger"),
         },
     )
-    weak_inquiry_fraction: float = field(
+    weak_inquiry_share: float = field(
         default=0.15,
         metadata={
             "help": "the share of inquiry steps weak SFT keeps (sft_weak, the weak inquirer GRPO starts from)",
@@ -616,8 +639,8 @@ class Profile:
         },
     )
     # The chosen checkpoint: the highest validation step ISR whose needless-inquiry rate is at most
-    # `select_max_needless` and whose safe-step accuracy is at most `select_max_safe_drop` below the start's
-    select_max_needless: float = field(
+    # `select_max_needless_steps` and whose safe-step accuracy is at most `select_max_safe_drop` below the start's
+    select_max_needless_steps: float = field(
         default=0.10,
         metadata={
             "help": "checkpoint choice: the highest validation needless-inquiry rate allowed",
@@ -641,7 +664,7 @@ class Profile:
         },
     )
     # The first bias (nearest zero first) whose validation tasks, played online, keep the share of episodes
-    # with a needless inquiry at most `select_ask_max_share`, else the lowest share; the step and task
+    # with a needless inquiry at most `select_bias_max_needless_episodes`, else the lowest share; the step and task
     # evaluations play the checkpoint with it (`training.checkpoints.ask_bias_of`). From full SFT every seed
     # needed -6 and lost 24.5-55 points of step ISR (docs/grpo_inquiry_gain.md)
     select_ask_biases: tuple[float, ...] = field(
@@ -652,7 +675,7 @@ class Profile:
             "affects": ("grpo",),
         },
     )
-    select_ask_max_share: float = field(
+    select_bias_max_needless_episodes: float = field(
         default=0.05,
         metadata={
             "help": "the share of validation episodes with a needless inquiry an ask bias must keep to",
@@ -787,7 +810,20 @@ class Profile:
     )
 
     def replace(self, **changes) -> "Profile":
+        for key in changes:
+            if key in RENAMED:
+                raise OverrideError(renamed_message(key))
         return dataclasses.replace(self, **changes)
+
+    @property
+    def train_split_tasks(self) -> int:
+        """The training split's real size: `benchmark_tasks` less the test split."""
+        return split_sizes(self.benchmark_tasks)["train"]
+
+    @property
+    def test_split_tasks(self) -> int:
+        """The test split's real size (the held-out tasks that evaluations draw `eval_tasks` from)."""
+        return split_sizes(self.benchmark_tasks)["test"]
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -811,8 +847,7 @@ GRPO_FINDINGS = dict(
 PROFILES: dict[str, Profile] = {
     "smoke": Profile(
         name="smoke",
-        train_tasks=24,
-        test_tasks=12,
+        benchmark_tasks=36,
         model="tiny:smoke",
         load_in_4bit=True,
         a11y_coords=False,
@@ -856,11 +891,10 @@ PROFILES: dict[str, Profile] = {
         lora=False,
         use_prev_screenshot=False,
         a11y_coords=False,
-        train_tasks=2000,
+        benchmark_tasks=2120,
         train_values="procedural",
         cpu_bf16=True,
         base_agent_threads=2,
-        test_tasks=120,
         base_agent_steps=2500,
         sft_steps=150,
         sft_lr=1e-3,
@@ -908,8 +942,7 @@ PROFILES: dict[str, Profile] = {
         torch_threads=8,
         min_pixels=28 * 28 * 64,
         max_pixels=28 * 28 * 512,
-        train_tasks=2000,
-        test_tasks=300,
+        benchmark_tasks=2300,
         sft_steps=1000,
         sft_batch=8,
         sft_grad_accum=4,
@@ -1154,6 +1187,8 @@ class OverrideError(ValueError):
 
 
 def _unknown(key: str) -> OverrideError:
+    if key in RENAMED:
+        return OverrideError(renamed_message(key))
     valid = sorted(overridable_fields())
     close = difflib.get_close_matches(key, valid, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""

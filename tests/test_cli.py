@@ -128,7 +128,7 @@ def test_unknown_command_exits_with_usage(capsys):
 def test_profile_prints_settings(capsys):
     assert cli.main(["profile", "smoke"]) == 0
     settings = json.loads(capsys.readouterr().out)
-    assert settings["name"] == "smoke" and settings["train_tasks"] == 24 and settings["test_tasks"] == 12
+    assert settings["name"] == "smoke" and settings["benchmark_tasks"] == 36
 
 
 def _explained(out: str) -> tuple[str, dict[str, tuple[str, str, str, str]]]:
@@ -170,7 +170,8 @@ def test_profile_explain_of_smoke_without_overrides(capsys):
     assert cli.main(["profile", "smoke", "--explain"]) == 0
     header, fields = _explained(capsys.readouterr().out)
     assert header.endswith(", 0 overridden (--set)")
-    assert fields["train_tasks"][:2] == ("24", "profile") and fields["val_tasks"][:2] == ("4", "profile")
+    assert fields["benchmark_tasks"][:2] == ("36", "profile") and fields["val_tasks"][:2] == ("4", "profile")
+    assert fields["benchmark_tasks"][3].endswith("`test_split_tasks`) (here 29 + 7)")
     assert fields["lora_targets"][0] == '["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]'
 
 

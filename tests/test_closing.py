@@ -25,8 +25,7 @@ SETTINGS = {
     "task_num_generations": 4,
     "ablation_sft_steps": 5,
     "ablation_grpo_steps": 2,
-    "train_tasks": 2000,
-    "test_tasks": 120,
+    "benchmark_tasks": 2120,
     "eval_inquiry_steps": 0,
 }
 

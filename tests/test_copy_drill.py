@@ -63,7 +63,7 @@ def test_stage0_fresh_tasks_hold_every_action_step_of_tasks_no_other_stage_reads
     assert len(expected) > 12 * 3  # tasks are several steps long
     assert list(stage0_tasks(prof)["gold_action"]) == list(fresh["gold_action"])  # deterministic
     # the benchmark's training split never reaches these indices, nor the copy drill's
-    assert prof.train_tasks < STAGE0_FIRST < STAGE0_FIRST + 12 < COPY_DRILL_FIRST
+    assert prof.train_split_tasks < STAGE0_FIRST < STAGE0_FIRST + 12 < COPY_DRILL_FIRST
     # stage 0 reads them instead of the benchmark's training split, and caches apart
     records = stage0_records(prof)
     assert list(records["id"]) == expected

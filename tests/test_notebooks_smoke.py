@@ -253,8 +253,11 @@ def test_03_grpo_metrics(smoke_run):
         assert m["constraints_met"][name] == sel["constraints_met"]
         # the recorded choice is the selection rule applied to the recorded validation rows
         smoke = get_profile("smoke")
-        assert (sel["max_needless"], sel["max_safe_drop"]) == (smoke.select_max_needless, smoke.select_max_safe_drop)
-        row, met = choose(sel["start"], sel["checkpoints"], sel["max_needless"], sel["max_safe_drop"])
+        assert (sel["max_needless_steps"], sel["max_safe_drop"]) == (
+            smoke.select_max_needless_steps,
+            smoke.select_max_safe_drop,
+        )
+        row, met = choose(sel["start"], sel["checkpoints"], sel["max_needless_steps"], sel["max_safe_drop"])
         assert (row["step"], met) == (sel["selected_step"], sel["constraints_met"])
         chosen = smoke_run["root"] / "artifacts" / "smoke" / name / "selected" / "inquire_train.json"
         assert json.loads(chosen.read_text())["selected_step"] == sel["selected_step"]

@@ -22,7 +22,7 @@ def test_sft_overfits_one_batch(tmp_path):
     torch.set_num_threads(1)
     batch = training_records(benchmark(SMOKE)["train"].select(range(SMOKE.sft_batch)), SMOKE, 1.0)
     res = _run_sft(
-        SMOKE, start=None, out_dir=tmp_path / "sft", inquiry_fraction=1.0, train=batch, steps=100, lr=1e-2, warmup=1
+        SMOKE, start=None, out_dir=tmp_path / "sft", inquiry_share=1.0, train=batch, steps=100, lr=1e-2, warmup=1
     )
     logged = [(h["step"], h["loss"]) for h in res.log_history if "loss" in h]
     losses = [loss for _, loss in logged]

@@ -45,7 +45,7 @@ def test_gpu_profile_carries_the_cpu_findings():
         "grpo_detour_share",
         "reward_funcs",
         "reward_weights",
-        "select_max_needless",
+        "select_max_needless_steps",
         "select_max_safe_drop",
         "select_max_needless_episodes",
         "temperature",
@@ -275,7 +275,7 @@ def test_one_gpu_profile_grpo_step_with_the_tiny_model_and_fp32_adapters(tiny, m
     monkeypatch.setenv(devices.ALLOW_CPU_ENV, "1")
     monkeypatch.setenv(devices.MODEL_ENV, path)
     monkeypatch.setenv("CI", "1")
-    profile = GPU.replace(train_tasks=24, test_tasks=12, torch_threads=1, max_completion_length=64)
+    profile = GPU.replace(benchmark_tasks=36, torch_threads=1, max_completion_length=64)
     seen = {}
 
     class Inspect(TrainerCallback):

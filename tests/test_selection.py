@@ -120,7 +120,7 @@ def test_ask_bias_takes_the_first_bias_under_the_bound_and_plays_no_further(tmp_
 
     monkeypatch.setattr(selection, "needless_episode_share", share)
     monkeypatch.setattr(selection, "validation_tasks", lambda profile: ["t"])
-    profile = get_profile("smoke", select_ask_biases=(0.0, -2.0, -4.0, -6.0), select_ask_max_share=0.05)
+    profile = get_profile("smoke", select_ask_biases=(0.0, -2.0, -4.0, -6.0), select_bias_max_needless_episodes=0.05)
     record = selection.select_ask_bias(profile, "grpo_full", run, out_root=tmp_path / "runs", known={0.0: 0.0875})
     assert played == [-2.0, -4.0]  # bias 0 already known; -6 never played
     assert (record["ask_bias"], record["ask_bias_met"]) == (-4.0, True)
@@ -134,7 +134,7 @@ def test_ask_bias_takes_the_first_bias_under_the_bound_and_plays_no_further(tmp_
     assert ask_bias_of(str(run / "selected")) == -4.0
     assert verify(run / "selected") is None and (run / "selected" / "model.safetensors").read_bytes() == b"weights"
     stored = json.loads((tmp_path / "runs" / "smoke" / "default" / "metrics" / "selection_grpo_full.json").read_text())
-    assert stored["ask_bias"] == -4.0 and stored["ask_max_share"] == 0.05
+    assert stored["ask_bias"] == -4.0 and stored["bias_max_needless_episodes"] == 0.05
 
 
 def test_ask_bias_keeps_the_lowest_share_when_none_meets_the_bound(tmp_path, monkeypatch):
@@ -147,7 +147,7 @@ def test_ask_bias_keeps_the_lowest_share_when_none_meets_the_bound(tmp_path, mon
         selection, "needless_episode_share", lambda p, path, t, base=None, ask_bias=0.0: shares[ask_bias]
     )
     monkeypatch.setattr(selection, "validation_tasks", lambda profile: [])
-    profile = get_profile("smoke", select_ask_biases=(0.0, -2.0, -4.0), select_ask_max_share=0.05)
+    profile = get_profile("smoke", select_ask_biases=(0.0, -2.0, -4.0), select_bias_max_needless_episodes=0.05)
     record = selection.select_ask_bias(profile, "grpo_full", run, out_root=tmp_path / "runs")
     assert (record["ask_bias"], record["ask_bias_met"], len(record["ask_biases"])) == (
         -2.0,

@@ -42,7 +42,7 @@ def ids_and_gold(ds) -> list[tuple[str, str]]:
     return list(zip(ds["id"], (json.loads(g)["action"] for g in ds["gold_action"])))
 
 
-def test_inquiry_fraction_filters_only_inquiry_steps(train_split):
+def test_inquiry_share_filters_only_inquiry_steps(train_split):
     n_req = sum(train_split["inquiry_required"])
     assert 0 < n_req < len(train_split)
     full = training_records(train_split, PROFILE, 1.0)
@@ -175,7 +175,7 @@ def test_sft_output_is_an_adapter_with_metadata(resumed):
     assert (final / "adapter_config.json").exists() and (final / "adapter_model.safetensors").exists()
     meta = json.loads((final / "inquire_train.json").read_text())
     assert meta["stage"] == "sft" and meta["profile"] == "smoke" and meta["steps"] == 4
-    assert meta["inquiry_fraction"] == PROFILE.sft_inquiry_fraction and meta["adapter"] is True
+    assert meta["inquiry_share"] == PROFILE.sft_inquiry_share and meta["adapter"] is True
     assert meta["base"] == base_agent(PROFILE) and Path(meta["base"], "config.json").exists()
     assert res.n_examples == meta["n_examples"] > 0
 
@@ -279,7 +279,7 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
 
     # every checkpoint qualifies on steps and none can meet the online bound: each plays the 2 validation
     # tasks, and the one with the fewest episodes with a needless inquiry is kept
-    strict = profile.replace(select_max_needless=1.0, select_max_safe_drop=1.0, select_max_needless_episodes=-1.0)
+    strict = profile.replace(select_max_needless_steps=1.0, select_max_safe_drop=1.0, select_max_needless_episodes=-1.0)
     record = selection.select_checkpoint(strict, "grpo_kept", start, run, out_root=tmp_path)
     assert sorted(o["step"] for o in record["online"]) == [1, 2] and record["constraints_met"] is False
     assert all(o["needless_episodes"] in (0.0, 0.5, 1.0) for o in record["online"])
@@ -289,7 +289,7 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     # cannot be met), bias 0 read from the online check above; a bias that buries `call_user` never asks
     from inquire_lib.training.checkpoints import ask_bias_of
 
-    biased = strict.replace(select_ask_biases=(0.0, -1e4), select_ask_max_share=-1.0)
+    biased = strict.replace(select_ask_biases=(0.0, -1e4), select_bias_max_needless_episodes=-1.0)
     record = selection.select_checkpoint(biased, "grpo_kept", start, run, out_root=tmp_path)
     assert [b["ask_bias"] for b in record["ask_biases"]] == [0.0, -1e4] and record["ask_bias_met"] is False
     assert record["ask_biases"][0]["needless_episodes"] == min(o["needless_episodes"] for o in record["online"])

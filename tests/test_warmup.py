@@ -48,10 +48,10 @@ def test_the_phases_seed_the_circuit_on_few_tokens_then_use_them_all():
     assert phases(cpu) == []  # off by default
     on = cpu.replace(copy_warmup_steps=3000)
     assert phases(on) == [
-        CopyPhase(on.copy_warmup_seed_steps, on.copy_warmup_seed_vocab, on.copy_warmup_seed_gap, False),
+        CopyPhase(on.copy_warmup_easy_steps, on.copy_warmup_easy_vocab, on.copy_warmup_easy_gap, False),
         CopyPhase(3000, 0, on.copy_warmup_gap, True),
     ]
-    assert phases(on.replace(copy_warmup_seed_steps=0)) == [CopyPhase(3000, 0, on.copy_warmup_gap, True)]
+    assert phases(on.replace(copy_warmup_easy_steps=0)) == [CopyPhase(3000, 0, on.copy_warmup_gap, True)]
 
 
 def test_ordinary_tokens_leave_out_the_added_ones():
@@ -87,9 +87,9 @@ def test_the_warmup_trains_through_trl_and_publishes_a_complete_model(tmp_path, 
     prof = get_profile("smoke").replace(
         copy_warmup_steps=3,
         copy_warmup_gap=10,
-        copy_warmup_seed_steps=2,
-        copy_warmup_seed_vocab=20,
-        copy_warmup_seed_gap=5,
+        copy_warmup_easy_steps=2,
+        copy_warmup_easy_vocab=20,
+        copy_warmup_easy_gap=5,
         load_in_4bit=False,
         lora=False,
     )
@@ -119,9 +119,9 @@ def test_the_warmup_trains_through_trl_and_publishes_a_complete_model(tmp_path, 
         "copy_warmup_steps",
         "copy_warmup_gap",
         "copy_warmup_lr",
-        "copy_warmup_seed_steps",
-        "copy_warmup_seed_vocab",
-        "copy_warmup_seed_gap",
+        "copy_warmup_easy_steps",
+        "copy_warmup_easy_vocab",
+        "copy_warmup_easy_gap",
     } <= set(BASE_AGENT_FIELDS)
     # run again: both phases are complete and kept, nothing retrains
     again = copy_warmup(prof, None, tmp_path / "warmup")
@@ -151,14 +151,14 @@ def test_the_copy_mix_makes_its_share_of_stage0_and_gets_a_base_agent_of_its_own
 
     smoke = get_profile("smoke")
     plain = stage0_records(smoke)
-    mixed = stage0_records(smoke.replace(copy_mix_fraction=0.25))
+    mixed = stage0_records(smoke.replace(copy_mix_share=0.25))
     copies = [i for i, c in enumerate(mixed["category"]) if c == "copy"]
     assert list(mixed["id"])[: len(plain)] == list(plain["id"])  # the agent's rows, unchanged and first
     assert len(copies) == round(len(plain) / 3) and copies[0] == len(plain)  # a quarter of the whole
     assert all(mixed[i]["images"] == [] and not mixed[i]["inquiry_required"] for i in copies[:5])
-    assert "copy_mix_fraction" in BASE_AGENT_FIELDS
+    assert "copy_mix_share" in BASE_AGENT_FIELDS
     cpu = get_profile("cpu")
-    assert base_agent_dir(apply_overrides(cpu, {"copy_mix_fraction": 0.25})) != base_agent_dir(cpu)
+    assert base_agent_dir(apply_overrides(cpu, {"copy_mix_share": 0.25})) != base_agent_dir(cpu)
 
 
 @pytest.mark.slow
@@ -167,14 +167,14 @@ def test_stage0_trains_through_trl_on_agent_rows_and_copy_rows_in_one_batch(tmp_
 
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
     torch.set_num_threads(1)
-    prof = get_profile("smoke").replace(copy_mix_fraction=0.5, load_in_4bit=False, lora=False, sft_batch=4)
+    prof = get_profile("smoke").replace(copy_mix_share=0.5, load_in_4bit=False, lora=False, sft_batch=4)
     mixed = stage0_records(prof)
     copies = [i for i, c in enumerate(mixed["category"]) if c == "copy"]
     agent = sorted(set(range(len(mixed))) - set(copies))
     # half of the rows have no image, so TRL's vision collator batches rows with and without one
     train = mixed.select([j for pair in zip(agent[:8], copies[:8]) for j in pair])
     res = _run_sft(
-        prof, start=None, out_dir=tmp_path / "s0", inquiry_fraction=0.0, train=train, steps=2, lr=1e-3, warmup=1
+        prof, start=None, out_dir=tmp_path / "s0", inquiry_share=0.0, train=train, steps=2, lr=1e-3, warmup=1
     )
     losses = [h["loss"] for h in res.log_history if "loss" in h]
     assert res.n_examples == 16 and len(losses) == 2

@@ -21,7 +21,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
-from ..profiles import Profile
+from ..profiles import Profile, split_sizes
 from ..runs.integrity import check_cache
 from ..runs.paths import atomic_dir, cache_dir
 from ..agent.taxonomy import SAFE
@@ -33,7 +33,6 @@ from ..world.render import render
 from ..world.tasks import generate_task
 from ..world.values import check_train_values
 
-TEST_FRACTION = 0.2
 # bump when generation changes, so that cached builds of older code are never served
 DATA_VERSION = 2
 
@@ -68,11 +67,6 @@ FEATURES = datasets.Features(
         "user_reply": datasets.Value("string"),
     }
 )
-
-
-def split_sizes(n_tasks: int) -> dict[str, int]:
-    n_test = max(1, round(n_tasks * TEST_FRACTION))
-    return {"train": n_tasks - n_test, "test": n_test}
 
 
 def task_at(seed: int, split: str, index: int, train_values: str = "fixed") -> Task:
@@ -259,9 +253,9 @@ def screen_png(screen: Screen) -> dict:
 
 # ------------------------------------------------------------------- what each stage reads
 def benchmark(profile: Profile) -> datasets.DatasetDict:
-    """The profile's benchmark: `train_tasks + test_tasks` tasks of its seed, train and test splits,
-    the training split drawn as its `train_values` says."""
-    return load_or_build(profile.seed, profile.train_tasks + profile.test_tasks, profile.train_values)
+    """The profile's benchmark: `benchmark_tasks` tasks of its seed, split into train and test
+    (`profiles.split_sizes`), the training split drawn as its `train_values` says."""
+    return load_or_build(profile.seed, profile.benchmark_tasks, profile.train_values)
 
 
 # where stage 0's fresh tasks and the copy drill's tasks start in the training split's index space: far

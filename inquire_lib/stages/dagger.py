@@ -1,4 +1,4 @@
-"""Stage 1c, DAgger (`training.dagger`): its rounds, its equal-compute control and the table that
+"""Stage 1b, DAgger (`training.dagger`): its rounds, its equal-compute control and the table that
 compares them on the held-out tasks."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def sft_control(profile: Profile, start: str, name: str = "sft_more", steps: int
         profile,
         start=start,
         out_dir=artifacts_dir(profile) / name,
-        inquiry_fraction=1.0,
+        inquiry_share=1.0,
         steps=steps,
         lr=profile.dagger_lr,
         warmup=max(1, steps // 20),

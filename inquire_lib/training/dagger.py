@@ -168,7 +168,7 @@ def round_tasks(profile: Profile, round_index: int, per_round: int) -> list:
     if profile.sft_tasks > 0:
         first = SFT_FIRST + profile.sft_tasks + (round_index - 1) * per_round
     else:
-        first = ((round_index - 1) * per_round) % max(1, profile.train_tasks - per_round)
+        first = ((round_index - 1) * per_round) % max(1, profile.train_split_tasks - per_round)
     return [task_at(profile.seed, "train", i, profile.train_values) for i in range(first, first + per_round)]
 
 
@@ -199,7 +199,7 @@ def continue_sft(profile: Profile, start: str, states: list[dict], out_dir, step
         profile,
         start=start,
         out_dir=out_dir,
-        inquiry_fraction=1.0,
+        inquiry_share=1.0,
         steps=steps,
         lr=profile.dagger_lr,
         warmup=max(1, steps // 20),

@@ -4,7 +4,7 @@ A GRPO run of the tiny model wanders: step ISR rises, stalls and falls again whi
 drifts, and where it ends after a fixed number of steps is partly luck. So every `grpo_save_steps`
 steps a checkpoint is kept, each is evaluated on the validation split (tasks drawn like the test
 split's, never the test split itself), and the one kept as `<name>/selected` is the highest
-validation step ISR among those that keep the needless-inquiry rate at most `select_max_needless`
+validation step ISR among those that keep the needless-inquiry rate at most `select_max_needless_steps`
 and safe-step accuracy at most `select_max_safe_drop` below the starting checkpoint's. When none
 qualifies, the last checkpoint is kept and the record says so.
 
@@ -17,7 +17,7 @@ is kept and the record says the constraints were not met.
 
 With `select_ask_biases`, the chosen checkpoint then gets an operating point (`choose_ask_bias`): the
 bias on its tool call's ask decision, nearest zero first, under which the validation tasks played online
-keep that share at most `select_ask_max_share`. Weights and choice stay; the step and task evaluations
+keep that share at most `select_bias_max_needless_episodes`. Weights and choice stay; the step and task evaluations
 of the checkpoint apply the bias (`training.checkpoints.ask_bias_of`).
 """
 
@@ -130,7 +130,7 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
         {"step": step, "path": str(folder), **validate(profile, str(folder), records, base=meta["base"])}
         for step, folder in checkpoints(run, meta["config"]["max_steps"])
     ]
-    best = ranked(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
+    best = ranked(start, rows, profile.select_max_needless_steps, profile.select_max_safe_drop)
     online: list[dict] = []
     if best and profile.select_max_needless_episodes < 1.0:
         tasks = validation_tasks(profile)
@@ -140,7 +140,7 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
             profile.select_max_needless_episodes,
         )
     else:
-        chosen, met = choose(start, rows, profile.select_max_needless, profile.select_max_safe_drop)
+        chosen, met = choose(start, rows, profile.select_max_needless_steps, profile.select_max_safe_drop)
     picked = {}
     if profile.select_ask_biases:
         known = {row["step"]: row["needless_episodes"] for row in online}
@@ -154,7 +154,7 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
         "profile": profile.name,
         "validation_tasks": profile.val_tasks,
         "validation_steps": len(records),
-        "max_needless": profile.select_max_needless,
+        "max_needless_steps": profile.select_max_needless_steps,
         "max_safe_drop": profile.select_max_safe_drop,
         "start": start,
         "checkpoints": rows,
@@ -164,7 +164,11 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
         "constraints_met": met,
     }
     if picked:
-        record |= {"ask_biases": shares, **picked, "ask_max_share": profile.select_ask_max_share}
+        record |= {
+            "ask_biases": shares,
+            **picked,
+            "bias_max_needless_episodes": profile.select_bias_max_needless_episodes,
+        }
     write_json_atomic(metrics_dir(profile, out_root) / f"selection_{name}.json", record)
     return record
 
@@ -185,7 +189,7 @@ def choose_ask_bias(
 ) -> tuple[float, bool, list[dict]]:
     """The operating point of the checkpoint at `path`: the first of `profile.select_ask_biases` whose
     validation tasks, played online with that bias on the ask decision, keep the share of episodes with a
-    needless inquiry at most `profile.select_ask_max_share` (the lowest share when none does; `known`:
+    needless inquiry at most `profile.select_bias_max_needless_episodes` (the lowest share when none does; `known`:
     shares already measured, by bias); whether one met it; the shares played.
 
     Why: a checkpoint that meets the online bound on 80 validation episodes by a hair tends to exceed it
@@ -199,7 +203,7 @@ def choose_ask_bias(
     return first_within(
         [float(b) for b in profile.select_ask_biases],
         lambda b: known[b] if b in known else needless_episode_share(profile, path, tasks, base=base, ask_bias=b),
-        profile.select_ask_max_share,
+        profile.select_bias_max_needless_episodes,
         lambda b: {"ask_bias": b},
     )
 
@@ -219,7 +223,7 @@ def select_ask_bias(profile: Profile, name: str, run: Path, out_root=None, known
         "ask_biases": shares,
         "ask_bias": bias,
         "ask_bias_met": met,
-        "ask_max_share": profile.select_ask_max_share,
+        "bias_max_needless_episodes": profile.select_bias_max_needless_episodes,
     }
     write_json_atomic(path, record)
     return record

@@ -47,15 +47,15 @@ def _keep(rec_id: str, fraction: float, seed: int) -> bool:
 
 
 def training_records(
-    ds: datasets.Dataset, profile: Profile, inquiry_fraction: float = 1.0, oversample: int = 1
+    ds: datasets.Dataset, profile: Profile, inquiry_share: float = 1.0, oversample: int = 1
 ) -> datasets.Dataset:
-    """Step records -> TRL records; keeps only `inquiry_fraction` of the steps whose gold is call_user,
+    """Step records -> TRL records; keeps only `inquiry_share` of the steps whose gold is call_user,
     and repeats each kept one `oversample` times (inquiries are ~10% of the steps; a base agent that
     never asks needs them more often to learn the new behaviour). Screenshots pass through as their
     stored PNG bytes (decoding and re-encoding thousands of images would dominate the preparation)."""
-    if inquiry_fraction < 1.0:
+    if inquiry_share < 1.0:
         ds = ds.filter(
-            lambda req, rid: not req or _keep(rid, inquiry_fraction, profile.seed),
+            lambda req, rid: not req or _keep(rid, inquiry_share, profile.seed),
             input_columns=["inquiry_required", "id"],
         )
     if oversample > 1:
@@ -107,19 +107,19 @@ def stage0_records(profile: Profile) -> datasets.Dataset:
     if profile.recovery_drill_tasks > 0:
         parts.append(training_records(recovery_drill(profile), profile, 0.0, 1))
     records = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
-    if profile.copy_mix_fraction > 0:
+    if profile.copy_mix_share > 0:
         records = _with_copy_mix(records, profile)
     return records
 
 
 def _with_copy_mix(records: datasets.Dataset, profile: Profile) -> datasets.Dataset:
-    """`records` and as many `warmup.copy_records` as make `copy_mix_fraction` of the whole, with the
+    """`records` and as many `warmup.copy_records` as make `copy_mix_share` of the whole, with the
     agent columns the copy rows lack filled neutrally (no bounding box, no inquiry, the category "copy")."""
     from .warmup import copy_records
 
-    f = profile.copy_mix_fraction
+    f = profile.copy_mix_share
     if not 0 < f < 1:
-        raise ValueError(f"copy_mix_fraction must lie between 0 and 1, got {f}")
+        raise ValueError(f"copy_mix_share must lie between 0 and 1, got {f}")
     tokenizer = load_processor(model_path(profile), profile).tokenizer
     rows = copy_records(tokenizer, round(len(records) * f / (1 - f)), profile.seed)
     frame = frame_for(profile)
@@ -201,7 +201,7 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
         plain,
         start=start,
         out_dir=cache_dir() / "runs" / path.name,
-        inquiry_fraction=0.0,
+        inquiry_share=0.0,
         train=stage0_records(plain),
         steps=profile.base_agent_steps,
         lr=profile.base_agent_lr,
@@ -305,7 +305,7 @@ def base_agent_init(profile: Profile) -> str | None:
 def sft(
     profile: str | Profile,
     name: str = "sft",
-    inquiry_fraction: float | None = None,
+    inquiry_share: float | None = None,
     resume: bool = False,
     max_steps: int | None = None,
     train: datasets.Dataset | None = None,
@@ -316,12 +316,12 @@ def sft(
     checkpoint). Writes `artifacts/<profile>/<name>/` (checkpoints inside) and returns the final
     path: an adapter with LoRA, else a full model."""
     profile = get_profile(profile)
-    fraction = profile.sft_inquiry_fraction if inquiry_fraction is None else inquiry_fraction
+    share = profile.sft_inquiry_share if inquiry_share is None else inquiry_share
     return _run_sft(
         profile,
         start=start or base_agent(profile),
         out_dir=artifacts_dir(profile) / name,
-        inquiry_fraction=fraction,
+        inquiry_share=share,
         steps=max_steps or profile.sft_steps,
         lr=profile.sft_lr,
         warmup=profile.sft_warmup_steps,
@@ -336,7 +336,7 @@ def _run_sft(
     profile: Profile,
     start: str | None,
     out_dir: Path,
-    inquiry_fraction: float,
+    inquiry_share: float,
     steps: int,
     lr: float,
     warmup: int,
@@ -350,8 +350,8 @@ def _run_sft(
     from trl import SFTTrainer
 
     torch.set_num_threads(profile.torch_threads)
-    oversample = profile.sft_inquiry_oversample if inquiry_fraction > 0 else 1
-    train = train if train is not None else training_records(sft_split(profile), profile, inquiry_fraction, oversample)
+    oversample = profile.sft_inquiry_oversample if inquiry_share > 0 else 1
+    train = train if train is not None else training_records(sft_split(profile), profile, inquiry_share, oversample)
     if start is not None and (Path(start) / "adapter_config.json").exists():
         # continue training an adapter (DAgger rounds): the adapter itself, on the model it was trained on
         model, processor = load_checkpoint(profile, start, trainable=True)
@@ -380,7 +380,7 @@ def _run_sft(
         meta=lambda _folder, seconds: {
             "stage": "sft",
             "profile": profile.name,
-            "inquiry_fraction": inquiry_fraction,
+            "inquiry_share": inquiry_share,
             "adapter": profile.lora,
             "start": start or model_path(profile),
             "base": base,

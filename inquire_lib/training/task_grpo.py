@@ -276,7 +276,7 @@ class TaskReward:
 def task_dataset(profile: Profile, split: str = "train", n: int | None = None) -> datasets.Dataset:
     """One row per task: its first prompt (the stage 1-2 prompt of the home screen) and screenshot,
     plus the (seed, split, index) from which `PhoneTaskEnv.reset` rebuilds the task."""
-    n = profile.train_tasks if n is None else n
+    n = profile.train_split_tasks if n is None else n
     frame = frame_for(profile)
     rows = {
         "prompt": [],

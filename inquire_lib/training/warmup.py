@@ -23,7 +23,7 @@ seed, 0.96 of a 64-token string copied (0.01 with every token); after 1,000 step
 with every token, 0.85 of strings of 8 and 0.80 across a gap of 100 (0.44 across 200, 0.00 across 400).
 Off by default: 300 steps of stage 0 at its rate from that model leave 0.12 of strings of 10 copied
 and none across 200, and its `type` steps are no better than without the warm-up. `copy_records` keeps
-copy rows in stage 0's data (`copy_mix_fraction`); that keeps the copier (0.55 of strings of 10 after
+copy rows in stage 0's data (`copy_mix_share`); that keeps the copier (0.55 of strings of 10 after
 1,200 steps, 0.19 without) but the agent's typed values are no better for it.
 """
 
@@ -66,7 +66,7 @@ def phases(profile: Profile) -> list[CopyPhase]:
     if profile.copy_warmup_steps <= 0:
         return []
     seed = CopyPhase(
-        profile.copy_warmup_seed_steps, profile.copy_warmup_seed_vocab, profile.copy_warmup_seed_gap, False
+        profile.copy_warmup_easy_steps, profile.copy_warmup_easy_vocab, profile.copy_warmup_easy_gap, False
     )
     main = CopyPhase(profile.copy_warmup_steps, 0, profile.copy_warmup_gap, True)
     return [p for p in (seed, main) if p.steps > 0]
@@ -98,7 +98,7 @@ MARKS = ("«", "»")
 
 
 def copy_records(tokenizer, n: int, seed: int, max_before: int = 60, max_after: int = 200) -> datasets.Dataset:
-    """`n` chat rows for stage 0's copy mix (`copy_mix_fraction`): a prompt of random ordinary tokens
+    """`n` chat rows for stage 0's copy mix (`copy_mix_share`): a prompt of random ordinary tokens
     with a marked string of `LENGTHS` of them inside (log-uniform runs of up to `max_before` tokens
     before it and `max_after` after), and the marked string again as the completion, so stage 0's loss
     keeps paying for copying while the agent's data would otherwise overwrite the warm-up's copier.

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from ..evaluation.metrics import wilson
+from ..profiles import split_sizes
 from ..runs.records import load_metrics, read_jsonl
 from ..runs.summary import ABLATION_PREFIX, rate
 
@@ -106,10 +107,19 @@ def _size(settings: dict) -> str:
 
 
 # ----------------------------------------------------------------------------------- per notebook
+def _splits(settings: dict) -> str:
+    """The real split sizes of the profile's benchmark, read from the settings a notebook recorded."""
+    n = settings.get("benchmark_tasks")
+    if not isinstance(n, int):
+        return "split sizes not recorded"
+    sizes = split_sizes(n)
+    return f"{sizes['train']} training + {sizes['test']} test"
+
+
 def _nb01(body: dict, run: Path, s: dict) -> str:
     stats = body.get("stats", {})
     head = [
-        f"{body.get('n_tasks')} tasks ({s.get('train_tasks')} train + {s.get('test_tasks')} test asked for), "
+        f"{body.get('n_tasks')} tasks ({_splits(s)}), "
         f"{stats.get('steps')} expert steps, {stats.get('inquiry_steps')} of them inquiry steps; "
         f"{body.get('n_categories')} categories, {body.get('n_subcategories')} sub-categories, "
         f"{body.get('safe_tasks')} safe control tasks; fingerprint `{body.get('fingerprint')}`."

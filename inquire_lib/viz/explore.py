@@ -72,7 +72,7 @@ def coverage_tasks() -> int:
 def benchmark_size(profile: Profile) -> int:
     """Tasks to build for exploring under a profile: its train + test tasks, raised to
     `coverage_tasks()` so that even the smoke profile shows the whole taxonomy."""
-    return max(profile.train_tasks + profile.test_tasks, coverage_tasks())
+    return max(profile.benchmark_tasks, coverage_tasks())
 
 
 # ------------------------------------------------------------------------------ tables
