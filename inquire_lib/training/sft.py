@@ -192,6 +192,10 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
         lora=pretrained, load_in_4bit=False, torch_threads=profile.base_agent_threads or profile.torch_threads
     )
     start = base_agent_init(profile)
+    if pretrained and start is not None:
+        # continue the earlier agent's own adapter (LoRA and vision tower) on the graft, so that the result is
+        # again one adapter, merged and shipped like the first
+        start = str(Path(start) / shipped.ADAPTER)
     warmup_dir = cache_dir() / "runs" / f"{path.name}-copy-warmup"
     if profile.copy_warmup_steps > 0:  # a warm-up that finished before stage 0 was cut short is kept
         from .warmup import copy_warmup
