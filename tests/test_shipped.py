@@ -151,6 +151,33 @@ def test_base_agent_continues_from_the_agent_base_agent_init_names(tmp_path, mon
         sft.base_agent(apply_overrides(smoke, {"base_agent_init": "nothing"}))
 
 
+def test_a_pretrained_base_agent_continues_its_own_adapter(tmp_path, monkeypatch):
+    """With a pretrained model, `base_agent_init` hands the trainer the earlier agent's adapter (LoRA and
+    vision tower) to train further on the graft, not its merged weights under a new adapter."""
+    from inquire_lib.runs.integrity import write_marker
+
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path / "assets")
+    monkeypatch.setattr(sft, "model_path", lambda _p: str(tmp_path / "graft"))
+    monkeypatch.setattr(sft, "stage0_records", lambda _p: None)
+    earlier = tmp_path / "cache" / "models" / "earlier-small"
+    (earlier / shipped.ADAPTER).mkdir(parents=True)
+    (earlier / shipped.ADAPTER / "adapter_config.json").write_text("{}")
+    write_marker(earlier)
+    seen = []
+
+    def capture(profile, start, *_a, **k):
+        seen.append((profile.lora, start, k["modules_to_save"]))
+        raise RuntimeError("trained")
+
+    monkeypatch.setattr(sft, "_run_sft", capture)
+    small = get_profile("small")
+    for profile in (apply_overrides(small, {"base_agent_init": "earlier-small"}), small):
+        with pytest.raises(RuntimeError, match="trained"):
+            sft.base_agent(profile)
+    assert seen == [(True, str(earlier / shipped.ADAPTER), ("visual",)), (True, None, ("visual",))]
+
+
 # the first 6 safe tasks of the test split (21 steps): the shipped agent gets 15 right (0.71) with
 # greedy decoding; the 400-step agent it replaced got about half of such steps, an untrained one none
 SAFE_TASKS = 6
