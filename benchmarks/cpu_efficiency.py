@@ -95,7 +95,7 @@ def _sft_one_process(profile, records, steps: int, name: str) -> dict:
 
     timer = step_timer()
     t0 = time.perf_counter()
-    res = sft(profile, name=name, max_steps=steps, train=records, callbacks=[timer], inquiry_fraction=1.0)
+    res = sft(profile, name=name, max_steps=steps, train=records, callbacks=[timer], inquiry_share=1.0)
     return {"log_history": res.log_history, "step_times": timer.times, "wall_s": time.perf_counter() - t0}
 
 
