@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 # `inquire build`: above this many tasks the build needs --large (and says how big it will be)
@@ -493,6 +494,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("inquire: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader stopped early (`inquire profile cpu --explain | head`): not an error of ours; stdout
+        # goes to /dev/null so that the interpreter's own flush at exit does not complain either
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as exc:
         if getattr(args, "debug", False):
             raise

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import re
 from pathlib import Path
 
@@ -227,3 +229,12 @@ def test_base_agent_command(tmp_path, capsys, monkeypatch):
         assert cli.main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and re.match(pattern, err), err
+
+
+def test_a_reader_that_stops_early_gets_no_error_line():
+    """`inquire profile cpu --explain | head -2`: the pipe closes before the output ends; the command says
+    nothing on stderr and exits 0."""
+    cmd = f"{sys.executable} -m inquire_lib.cli profile cpu --explain | head -2"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines()[0].startswith("profile cpu: ") and len(done.stdout.splitlines()) == 2
+    assert done.stderr == "" and done.returncode == 0
