@@ -3,6 +3,7 @@
     python tools/base_agent_report.py --profile small --part steps   # acting steps by gold action
     python tools/base_agent_report.py --profile small --part tasks   # the held-out tasks played online
     python tools/base_agent_report.py --profile small --part copy    # the copy probe beside the cpu agent
+    python tools/base_agent_report.py --part steps --set base_agent_init=... --name base_agent_more  # another one
 
 - steps: every held-out step whose gold action is not an inquiry (a base agent never asks), greedy; step
   accuracy per gold action (`type`, `click`, `open`, ...) with Wilson 95% intervals;
@@ -34,14 +35,14 @@ def _rate(r: dict) -> str:
     return f"{r['k']}/{r['n']} = {r['value']:.3f} ({r['lo']:.3f}-{r['hi']:.3f})" if r["n"] else "n/a"
 
 
-def steps(profile, limit: int = 0) -> dict:
+def steps(profile, limit: int = 0, name: str = NAME) -> dict:
     from inquire_lib.data.benchmark import test_records
     from inquire_lib.stages.evaluate import evaluate_checkpoint
     from inquire_lib.training.sft import base_agent
 
     records = [r for r in test_records(profile) if json.loads(r["gold_action"])["action"] != "call_user"]
     records = records[:limit] if limit else records  # the first held-out tasks' steps
-    metrics = evaluate_checkpoint(profile, NAME, records=records, path=base_agent(profile))
+    metrics = evaluate_checkpoint(profile, name, records=records, path=base_agent(profile))
     overall = metrics["overall"]
     for action, rate in overall["by_gold_action"].items():
         print(f"{action:>10}: {_rate(rate)}")
@@ -54,7 +55,7 @@ def steps(profile, limit: int = 0) -> dict:
     }
 
 
-def tasks(profile, limit: int = 0) -> dict:
+def tasks(profile, limit: int = 0, name: str = NAME) -> dict:
     from inquire_lib.data.benchmark import held_out_tasks
     from inquire_lib.evaluation.metrics import wilson
     from inquire_lib.evaluation.episodes import load_trajectories
@@ -63,8 +64,8 @@ def tasks(profile, limit: int = 0) -> dict:
 
     held = held_out_tasks(profile)
     held = held[:limit] if limit else held
-    metrics = evaluate_checkpoint_tasks(profile, NAME, held, path=base_agent(profile), progress=True)
-    episodes = load_trajectories(profile, NAME)
+    metrics = evaluate_checkpoint_tasks(profile, name, held, path=base_agent(profile), progress=True)
+    episodes = load_trajectories(profile, name)
     safe = [e for e in episodes if not e["inquiry_required"]]
     out = {
         "success_rate": metrics["overall"]["success_rate"],
@@ -80,7 +81,7 @@ def tasks(profile, limit: int = 0) -> dict:
     return out
 
 
-def copy(profile, limit: int = 0) -> dict:
+def copy(profile, limit: int = 0, name: str = NAME) -> dict:
     from inquire_lib.evaluation.copying import induction, ordinary_tokens
     from inquire_lib.profiles import get_profile
     from inquire_lib.training.models import loaded
@@ -109,22 +110,29 @@ def main() -> None:
     ap.add_argument("--part", choices=sorted(PARTS), required=True, help="which check to run")
     ap.add_argument("--threads", type=int, default=1, help="torch threads")
     ap.add_argument("--limit", type=int, default=0, help="the first N acting steps or tasks (0: all)")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a profile field (repeatable)"
+    )
+    ap.add_argument("--name", default=NAME, help="the evaluation's name in the run (and of its metrics file)")
     args = ap.parse_args()
     import torch
 
-    from inquire_lib.profiles import get_profile
+    from inquire_lib.profiles import OverrideError, apply_overrides, parse_overrides
     from inquire_lib.runs.hardware import cpu_kind
     from inquire_lib.runs.notebooks import run_manifest
     from inquire_lib.runs.paths import metrics_dir, write_json_atomic
 
     torch.set_num_threads(args.threads)
-    profile = get_profile(args.profile)
+    try:
+        profile = apply_overrides(args.profile, parse_overrides(args.set))
+    except (OverrideError, KeyError) as exc:
+        sys.exit(f"base_agent_report: {exc}")
     t0 = time.time()
-    result = PARTS[args.part](profile, args.limit)
+    result = PARTS[args.part](profile, args.limit, args.name)
     seconds = round(time.time() - t0, 1)
     print(f"{args.part}: {seconds} s on {cpu_kind()}")
     write_json_atomic(
-        metrics_dir(profile) / f"base_agent_{args.part}.json",
+        metrics_dir(profile) / f"{args.name}_{args.part}.json",
         {
             "part": args.part,
             "limit": args.limit,
