@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from inquire_lib.evaluation.metrics import wilson
@@ -70,3 +73,16 @@ def test_the_seed_table_has_a_row_per_seed_and_a_mean_row():
     assert df.loc[("grpo_weak", "grpo_weak"), "inquiry_recall change"] == "+50.0"
     assert df.loc[("grpo_weak", "mean (min / max, sd)"), "inquiry_recall change"] == "+45.0 (+40.0 / +50.0, 7.1)"
     assert df.loc[("grpo_weak", "grpo_weak_s1"), "inquiry_recall"].startswith("0.50 (")
+
+
+def test_a_seed_worker_writes_to_the_run_log_not_to_the_console(tmp_path):
+    """What a GRPO seed worker prints (TRL's metric lines) lands in the run's log file; the console that
+    runs the notebook sees none of it."""
+    log = tmp_path / "logs" / "grpo_seeds.log"
+    code = (
+        "import sys; from inquire_lib.stages.seeds import _quiet_worker; "
+        f"_quiet_worker({str(log)!r}); print({{'loss': '0.5'}}); print('bar', file=sys.stderr)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
+    assert sorted(log.read_text().splitlines()) == ["bar", "{'loss': '0.5'}"]

@@ -4,9 +4,12 @@ processes when the profile runs several at once."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from ..profiles import Profile
+from ..runs.paths import run_dir
 from ..training.checkpoints import checkpoint_path
 from ..training.configs import train_seed
 from .evaluate import evaluate_checkpoint
@@ -28,6 +31,17 @@ def _seed_run(profile: Profile, start_name: str, name: str, offset: int, out_roo
     return evaluate_checkpoint(seeded, name, out_root=out_root)
 
 
+def _quiet_worker(log: str) -> None:
+    """A worker's own output (TRL's metric lines, progress bars) goes to `log`, not to the console of the
+    command that runs the notebook: the kernel's output is the notebook's, a worker writes to file
+    descriptors it inherited from the console. The run's metrics and records hold what it measured."""
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
 def grpo_seeds(profile: Profile, stages: dict[str, str], out_root=None) -> dict[str, list[dict]]:
     """The test step metrics of each GRPO stage in `stages` ({name: start name}, e.g. {"grpo_weak":
     "sft_weak"}) over `grpo_seeds` training seeds (`seed_names`). Seed 0 is the stage's own run, trained
@@ -41,7 +55,13 @@ def grpo_seeds(profile: Profile, stages: dict[str, str], out_root=None) -> dict[
     ]
     if profile.parallel_runs > 1 and len(jobs) > 1:
         # spawn: a fresh interpreter per worker, not a fork of a kernel that holds torch's threads
-        with ProcessPoolExecutor(profile.parallel_runs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        log = str(run_dir(profile, out_root) / "logs" / "grpo_seeds.log")
+        with ProcessPoolExecutor(
+            profile.parallel_runs,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_quiet_worker,
+            initargs=(log,),
+        ) as pool:
             futures = [pool.submit(_seed_run, profile, start, name, k, out_root) for _, start, name, k in jobs]
             extra = [f.result() for f in futures]
     else:
