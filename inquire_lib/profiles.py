@@ -977,6 +977,17 @@ CPU_BASE_AGENT_CURRICULUM = {
     "base_agent_lr": 5e-4,
 }
 
+# The small base agent's continuation (shipped beside it): 60 more stage-0 steps of its own adapter, on every
+# action step of 2,000 fresh tasks plus the recovery drill, lr 2e-4 (53 min of one core). On the first 400
+# held-out acting steps: all 239/400 -> 277/400 (intervals apart), `type` 17/37 -> 27/37, click 133/198 ->
+# 142/198 (docs/small.md). `--set` each item to use it.
+SMALL_BASE_AGENT_CURRICULUM = {
+    "base_agent_init": "base-agent-small-s0-v2-procedural",
+    "base_agent_tasks": 2000,
+    "base_agent_steps": 60,
+    "base_agent_lr": 2e-4,
+}
+
 # the default (`DEFAULT_PROFILE`): the cpu profile's model, data, prompt and base agent (shipped, so nothing is
 # trained for stage 0) with short stages (40 SFT steps of 12 examples, each inquiry step 8 times), a small test
 # (20 held-out tasks, inquiry probes up to 40 inquiry steps), GRPO groups of 4 completions for 2 prompts, one

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import torch
 
-from inquire_lib.profiles import CPU_BASE_AGENT_CURRICULUM, apply_overrides, get_profile
+from inquire_lib.profiles import CPU_BASE_AGENT_CURRICULUM, SMALL_BASE_AGENT_CURRICULUM, apply_overrides, get_profile
 from inquire_lib.runs.integrity import is_complete
 from inquire_lib.training import models, sft, shipped
 
@@ -277,3 +277,21 @@ def test_the_small_profile_ships_its_base_agent_as_an_adapter(tmp_path):
             "shipped", m.model, m.processor, profile, list(rows), out_root=tmp_path / "runs", progress=False
         )
     assert metrics["overall"]["format"]["value"] >= 0.9, metrics["overall"]["format"]
+
+
+def test_the_small_curriculum_ships_its_adapter_beside_the_first(tmp_path):
+    """`SMALL_BASE_AGENT_CURRICULUM` names a shipped adapter of its own, trained from the first one's with the
+    recorded settings; it installs through its hashes and merges onto the graft."""
+    profile = apply_overrides("small", SMALL_BASE_AGENT_CURRICULUM)
+    name = sft.base_agent_dir(profile).name
+    assert name != sft.base_agent_dir(get_profile("small")).name
+    manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
+    assert manifest["kind"] == "adapter" and manifest["bytes"] <= shipped.MAX_BYTES
+    assert {k: manifest[k] for k in ("base_agent_init", "base_agent_tasks")} == {
+        k: SMALL_BASE_AGENT_CURRICULUM[k] for k in ("base_agent_init", "base_agent_tasks")
+    }
+    assert (manifest["steps"], manifest["lr"]) == (60, 2e-4)
+    dest = tmp_path / name
+    merge = lambda adapter, out: sft.merge_adapter(profile, adapter, out, publish=False)
+    assert shipped.install(name, models.model_path(profile), dest, merge=merge), "the shipped adapter's hashes differ"
+    assert is_complete(dest) and (dest / shipped.ADAPTER / shipped.ADAPTER_WEIGHTS).exists()
