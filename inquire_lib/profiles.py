@@ -980,7 +980,7 @@ CPU_BASE_AGENT_CURRICULUM = {
 # The small base agent's continuation (shipped beside it): 60 more stage-0 steps of its own adapter, on every
 # action step of 2,000 fresh tasks plus the recovery drill, lr 2e-4 (53 min of one core). On the first 400
 # held-out acting steps: all 239/400 -> 277/400 (intervals apart), `type` 17/37 -> 27/37, click 133/198 ->
-# 142/198 (docs/small.md). `--set` each item to use it.
+# 142/198; online, safe tasks SR 12/40 -> 8/40, intervals overlapping (docs/small.md). `--set` each item to use it.
 SMALL_BASE_AGENT_CURRICULUM = {
     "base_agent_init": "base-agent-small-s0-v2-procedural",
     "base_agent_tasks": 2000,
