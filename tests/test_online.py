@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from inquire_lib.evaluation import episodes as online
-from inquire_lib.evaluation.metrics import TASK_MEAN_KEYS, TASK_RATE_KEYS, task_metrics
+from inquire_lib.evaluation.metrics import TASK_MEAN_KEYS, TASK_RATE_KEYS, asking_errors, task_metrics
 from inquire_lib.agent.actions import Action, format_completion
 from inquire_lib.data.benchmark import generate_tasks, held_out_tasks, task_at, task_records
 from inquire_lib.evaluation.steps import evaluate_steps, reference_outputs
@@ -276,3 +276,22 @@ def test_table_and_bars(expert_episodes):
 
     fig = task_bars(ms)
     assert len(fig.data) == 1 and list(fig.data[0].x)[:2] == ["task SR", "task ISR"]
+
+
+def test_asking_errors_name_over_execution_and_over_soliciting(tasks, expert_episodes):
+    act = asking_errors(online.run_episodes(online.reference_policy("always_act", PROFILE), tasks, PROFILE))
+    ask = asking_errors(online.run_episodes(online.reference_policy("always_ask", PROFILE), tasks, PROFILE))
+    expert = asking_errors(expert_episodes)
+    required = sum(t.inquiry_required for t in tasks)
+    assert 0 < required < len(tasks)
+    assert act["overall"]["over_execution"] == {
+        "value": 1.0,
+        "lo": act["overall"]["over_execution"]["lo"],
+        "hi": 1.0,
+        "k": required,
+        "n": required,
+    }
+    assert act["overall"]["over_soliciting"]["k"] == 0 and act["by_category"]["safe"]["over_execution"]["n"] == 0
+    assert ask["overall"]["over_execution"]["k"] == 0 and ask["overall"]["over_soliciting"]["k"] == len(tasks)
+    assert (expert["overall"]["over_execution"]["k"], expert["overall"]["over_soliciting"]["k"]) == (0, 0)
+    assert set(act["by_category"]) == {t.category for t in tasks} and act["overall"]["n"] == len(tasks)

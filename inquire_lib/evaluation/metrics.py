@@ -155,3 +155,21 @@ def _first_open_ok(episode: dict) -> bool:
 def task_metrics(episodes: list[dict]) -> dict:
     """Overall, per-category and per-sub-category rates of a set of episodes."""
     return grouped(episodes, task_rates)
+
+
+def asking_errors(episodes: list[dict]) -> dict:
+    """The two ways to get asking wrong, in Mobile-Aptus's terms, overall and per (sub-)category:
+    over-execution, the share of the episodes that need an inquiry in which the agent acted at a step
+    where it had to ask (a `missed_inquiry` turn); over-soliciting, the share of all episodes with at
+    least one ask that nothing called for. Read off the trajectories, so any evaluated run has them."""
+
+    def rates(eps: list[dict]) -> dict:
+        required = [e for e in eps if e["inquiry_required"]]
+        missed = lambda e: any(st["outcome"] == "missed_inquiry" for st in e["steps"])
+        return {
+            "n": len(eps),
+            "over_execution": wilson(sum(missed(e) for e in required), len(required)),
+            "over_soliciting": wilson(sum(e["info"]["needless"] > 0 for e in eps), len(eps)),
+        }
+
+    return grouped(episodes, rates)
