@@ -172,12 +172,7 @@ def explain_text(profile) -> str:
     for r in rows:
         value = json.dumps(r["value"], default=str)
         lines.append(f"{r['field']} = {value}  [{r['source']}]  affects: {', '.join(r['affects'])}")
-        sizes = (
-            f" (here {profile.train_split_tasks} + {profile.test_split_tasks})"
-            if r["field"] == "benchmark_tasks"
-            else ""
-        )
-        lines.append(f"    {r['help']}{sizes}")
+        lines.append(f"    {r['help']}")
     lines.append("affects:")
     lines += [f"  {word}: {meaning}" for word, meaning in AFFECTS.items()]
     return "\n".join(lines)

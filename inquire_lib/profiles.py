@@ -69,6 +69,10 @@ RENAMED = {
 }
 
 
+# what a field's value comes to on a given profile, shown beside its help by `explain`
+DERIVED = {"benchmark_tasks": lambda p: f"here {p.train_split_tasks} + {p.test_split_tasks}"}
+
+
 def renamed_message(key: str) -> str:
     return f"profile field {key!r} was renamed: use {RENAMED[key]}"
 
@@ -387,12 +391,12 @@ class Profile:
     copy_warmup_easy_vocab: int = field(
         default=64,
         metadata={
-            "help": "the seed part's strings use the first this many ordinary tokens",
+            "help": "the easy part's strings use the first this many ordinary tokens",
             "affects": ("base_agent",),
         },
     )
     copy_warmup_easy_gap: int = field(
-        default=24, metadata={"help": "the seed part's longest gap, in tokens", "affects": ("base_agent",)}
+        default=24, metadata={"help": "the easy part's longest gap, in tokens", "affects": ("base_agent",)}
     )
     # Copy rows (`training.warmup.copy_records`): a marked string of random tokens in the prompt, copied as the
     # answer. Measured (docs/base_agent.md): a quarter of 1,200 steps from the warmed model keeps 0.55 of
@@ -1162,7 +1166,7 @@ def explain(profile: Profile) -> list[dict]:
                 "field": f.name,
                 "value": value,
                 "source": source,
-                "help": f.metadata.get("help", ""),
+                "help": f.metadata.get("help", "") + (f" ({DERIVED[f.name](profile)})" if f.name in DERIVED else ""),
                 "affects": tuple(f.metadata.get("affects", ())),
             }
         )

@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from ..data import benchmark as data
 from ..data import external
 from ..agent.actions import NO_BBOX, Action
-from ..profiles import Profile
+from ..profiles import Profile, split_sizes
 from ..agent.taxonomy import CATEGORIES, SAFE, subcategories
 from ..world.apps import SCREEN_H, SCREEN_W
 
@@ -61,10 +61,10 @@ def coverage_tasks() -> int:
     """The smallest benchmark size whose train split holds every sub-category at least once.
 
     Even task indices cycle through the 22 sub-categories, so the train split needs 43 tasks;
-    `data.split_sizes` sets the rest aside for test."""
+    `profiles.split_sizes` sets the rest aside for test."""
     need = 2 * len(subcategories()) - 1
     n = need
-    while data.split_sizes(n)["train"] < need:
+    while split_sizes(n)["train"] < need:
         n += 1
     return n
 
