@@ -37,6 +37,8 @@ from .runs.notebooks import run_manifest, sweep
 from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
 from .runs.records import ORDER, REFERENCES, headline
 from .stages import (
+    ASKING_AGENTS,
+    compare_agents,
     base_agent,
     dagger,
     dagger_examples,
@@ -112,6 +114,8 @@ __all__ = [  # what the notebooks use
     "operating_curves",
     "played_digest",
     "show_fig",
+    "ASKING_AGENTS",
+    "compare_agents",
 ]
 
 

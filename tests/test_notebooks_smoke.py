@@ -279,6 +279,23 @@ def test_05_evaluate_metrics(smoke_run):
     assert set(m["checkpoints"]) | set(REFERENCES) <= set(m["step"])
     assert m["step"]["expert"]["type_accuracy"].startswith("1.00 (")
     assert m["step"]["always_ask"]["needless_rate"].startswith("1.00 (")
+    # when to ask, compared: every agent of the chain, both families on the same test steps, each played
+    # online at its validation point
+    asking = m["asking"]
+    assert set(asking) == {"sft_weak", "sft_full", "grpo_weak", "grpo_full"}
+    n_tasks = m["task"]["expert"]["success_rate"]["n"]
+    for name, c in asking.items():
+        assert c["learned"]["n"] == c["confidence"]["n"] > 0, name
+        assert c["learned"]["n_inquiry"] == c["confidence"]["n_inquiry"] > 0, name
+        # learned asking never asks at its lowest bias; the confidence asker always asks at its highest threshold
+        assert (c["learned"]["points"][0]["isr"], c["learned"]["points"][0]["needless"]) == (0.0, 0.0), name
+        assert (c["confidence"]["points"][-1]["isr"], c["confidence"]["points"][-1]["needless"]) == (1.0, 1.0), name
+        assert c["verdict"].startswith(f"{name}: AUC learned ")
+        assert [r["asker"] for r in c["tasks"]] == ["learned", "confidence"]
+        for r in c["tasks"]:
+            assert r["n"] == r["success_rate"]["n"] == r["over_soliciting"]["n"] == n_tasks, (name, r["asker"])
+            assert (smoke_run["run"] / "metrics" / f"task_{name}@{r['asker']}.json").exists()
+        assert c["validation"]["max_needless"] == SMOKE.select_max_needless_steps
 
 
 def test_04_grpo_task_metrics(smoke_run):

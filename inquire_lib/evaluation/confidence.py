@@ -40,21 +40,32 @@ def confidence_curve(scores, labels, acted_asks=None, n_boot: int = 1000, seed: 
     distinct scores and both ends, and the AUC with its bootstrap interval (`labels` True where asking
     was required; `acted_asks` True where the acting completion asks anyway)."""
     s = np.asarray(scores, dtype=float)
-    acted = np.zeros(len(s), bool) if acted_asks is None else np.asarray(acted_asks, dtype=bool)
-    margins = np.where(acted, math.inf, -s)
-    points = [
-        {"threshold": p["bias"], "isr": p["isr"], "needless": p["needless"]} for p in curve_points(margins, labels)
-    ]
+    margins = _margins(s, acted_asks)
     return {
         "score": SCORE,
         "n": len(s),
         "n_inquiry": int(np.sum(labels)),
-        "acted_asks": int(acted.sum()),
+        "acted_asks": int(np.sum(acted_asks)) if acted_asks is not None else 0,
         "scores": [float(v) if math.isfinite(v) else None for v in s],
         "labels": [bool(y) for y in labels],
-        "points": points,
+        "points": confidence_points(s, labels, acted_asks),
         "auc": bootstrap_auc(margins, labels, n_boot=n_boot, seed=seed),
     }
+
+
+def _margins(scores, acted_asks=None) -> np.ndarray:
+    s = np.asarray(scores, dtype=float)
+    acted = np.zeros(len(s), bool) if acted_asks is None else np.asarray(acted_asks, dtype=bool)
+    return np.where(acted, math.inf, -s)
+
+
+def confidence_points(scores, labels, acted_asks=None) -> list[dict]:
+    """(threshold, isr, needless) at every threshold between distinct scores and both ends (the curve of
+    `confidence_curve` without its AUC: what choosing a threshold on validation needs)."""
+    return [
+        {"threshold": p["bias"], "isr": p["isr"], "needless": p["needless"]}
+        for p in curve_points(_margins(scores, acted_asks), labels)
+    ]
 
 
 def ask_completion(profile) -> str:

@@ -149,6 +149,16 @@ def ask_margins(
     return [-math.inf if math.isnan(m) else m for m in margins], raw
 
 
+def learned_policy(model, processor, profile, bias: float):
+    """Learned asking played online at an operating point (an `evaluation.episodes.Policy`): greedy, with
+    `bias` added to the ask token at the fork, as the curve's point at that bias predicts."""
+
+    def act(records: list[dict], envs) -> list[str]:
+        return ask_margins(model, processor, records, profile, bias=bias)[1]
+
+    return act
+
+
 def in_record_order(values: list, order: list[int]) -> list:
     """Per-row values of the processors `generate` made, batch after batch, put back in the records'
     order (`order`: the record index of each generated row, as `generate` fills it)."""

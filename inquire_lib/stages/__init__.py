@@ -7,6 +7,7 @@ and evaluates its points through them); above `training`, `evaluation` and `data
 or evaluates one checkpoint records its wall time in the run's timings (`stages.timed`).
 """
 
+from .asking import AGENTS as ASKING_AGENTS, asker_names, compare_agents, compare_asking
 from .dagger import dagger, dagger_examples, dagger_table, sft_control
 from .evaluate import (
     evaluate_all_tasks,
@@ -21,6 +22,10 @@ from .seeds import grpo_seeds, seed_names
 from .train import base_agent, grpo, select_checkpoint, sft
 
 __all__ = [
+    "ASKING_AGENTS",
+    "asker_names",
+    "compare_agents",
+    "compare_asking",
     "dagger",
     "dagger_examples",
     "dagger_table",

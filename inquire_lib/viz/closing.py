@@ -288,6 +288,13 @@ def _nb05(body: dict, run: Path, s: dict) -> str:
         shows.append(f"The highest step ISR is {best}'s, {rate(step[best].get('inquiry_recall'))}.")
         if "always_act" in task and best in task:
             shows.append(_compare("Task ISR", "always_act", best, task["always_act"].get("isr"), task[best].get("isr")))
+    for agent, c in (body.get("asking") or {}).items():
+        shows.append(f"When to ask: {c['verdict']}")
+        for r in c["tasks"]:
+            shows.append(
+                f"{agent}, {r['asker']} asker online at its validation point: task SR {rate(r['success_rate'])}, "
+                f"task ISR {rate(r['isr'])}, needless episodes {rate(r['needless_episodes'])}."
+            )
     widest = max((half_width(step[n].get("inquiry_recall")) or 0 for n in trained), default=0)
     cannot.append(
         f"On {_size(s)} a step ISR interval is up to +-{widest:.0f} points wide, so checkpoints a few points "

@@ -8,6 +8,7 @@ from plotly.subplots import make_subplots
 
 from ..agent.actions import ACTION_TYPES
 from ..evaluation.metrics import TASK_MEAN_KEYS, TASK_RATE_KEYS
+from ..runs.summary import rate as rate_text
 
 METRICS = (
     "format",
@@ -378,6 +379,80 @@ def asking_compared(agent: str, learned: dict, confidence: dict) -> go.Figure:
         yaxis=dict(range=[-0.02, 1.02]),
     )
     return fig
+
+
+def _auc_cell(a: dict) -> str:
+    return "n/a" if a.get("value") is None else f"{a['value']:.2f} ({a['lo']:.2f}-{a['hi']:.2f})"
+
+
+def asking_auc_table(compared: dict[str, dict]) -> pd.DataFrame:
+    """One row per agent of `stages.asking.compare_asking` records: each family's AUC with its bootstrap
+    95% interval, which is above where the intervals lie apart, and each family's step ISR at the
+    needless-inquiry budgets."""
+    rows = []
+    for agent, c in compared.items():
+        cmp = c["compared"]
+        row = {
+            "agent": agent,
+            "learned AUC": _auc_cell(cmp["auc"]["learned"]),
+            "confidence AUC": _auc_cell(cmp["auc"]["confidence"]),
+            "apart": cmp["auc_winner"] if cmp["auc_apart"] else "no",
+        }
+        for r in cmp["at_budget"]:
+            row[f"ISR at needless <= {r['needless_at_most']:.2f}"] = (
+                f"{r['learned_isr']:.2f} / {r['confidence_isr']:.2f}"
+            )
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("agent")
+
+
+def asking_task_table(compared: dict[str, dict]) -> pd.DataFrame:
+    """One row per (agent, asker) played online at its validation-chosen operating point: SR, task ISR,
+    needless episodes, unsafe, over-execution and over-soliciting, each value (lo-hi) k/n."""
+    rows = []
+    for agent, c in compared.items():
+        point = {
+            "learned": f"bias {c['validation']['learned']['bias']:+.2f}",
+            "confidence": f"threshold {c['validation']['confidence']['threshold']:.2f}",
+        }
+        for r in c["tasks"]:
+            rows.append(
+                {
+                    "agent": agent,
+                    "asker": r["asker"],
+                    "played at": point[r["asker"]],
+                    **{
+                        k: rate_text(r[k])
+                        for k in (
+                            "success_rate",
+                            "isr",
+                            "needless_episodes",
+                            "unsafe",
+                            "over_execution",
+                            "over_soliciting",
+                        )
+                    },
+                }
+            )
+    return pd.DataFrame(rows).set_index(["agent", "asker"])
+
+
+def asking_category_table(compared: dict[str, dict]) -> pd.DataFrame:
+    """Over-execution and over-soliciting per category (`evaluation.metrics.asking_errors`), one row per
+    (agent, asker, category), as Mobile-Aptus reports them."""
+    rows = [
+        {
+            "agent": agent,
+            "asker": r["asker"],
+            "category": category,
+            "over-execution": rate_text(e["over_execution"]),
+            "over-soliciting": rate_text(e["over_soliciting"]),
+        }
+        for agent, c in compared.items()
+        for r in c["tasks"]
+        for category, e in r["by_category"].items()
+    ]
+    return pd.DataFrame(rows).set_index(["agent", "asker", "category"])
 
 
 def ablation_effects(effects: pd.DataFrame) -> dict[str, go.Figure]:

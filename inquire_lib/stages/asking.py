@@ -1,0 +1,99 @@
+"""When to ask, compared on one checkpoint: learned asking (the bias on its ask decision) against the
+confidence-threshold asker, step level on the test split, then online on the held-out tasks at the
+operating point each family chooses on the validation split (`evaluation.asking`)."""
+
+from __future__ import annotations
+
+from ..data.benchmark import held_out_tasks, test_records, validation_records
+from ..evaluation import episodes
+from ..evaluation.asking import compare_curves, task_row, verdict
+from ..evaluation.confidence import (
+    acted_asks,
+    confidence_curve,
+    confidence_points,
+    confidence_policy,
+    confidence_scores,
+)
+from ..evaluation.metrics import asking_errors
+from ..evaluation.operating_curve import ask_margins, choose_point, curve_points, learned_policy, operating_curve
+from ..profiles import Profile
+from ..training.checkpoints import available_checkpoints, checkpoint_path
+from ..training.models import loaded
+from .timed import timed
+
+# the agents compared: both SFT inquirers and the GRPO stage from each
+AGENTS: tuple[str, ...] = ("sft_weak", "sft_full", "grpo_weak", "grpo_full")
+# the keys of a learned curve worth keeping in a notebook's metrics (its margins can be recomputed)
+CURVE_KEYS = ("n", "n_inquiry", "fork_reached", "at_zero", "auc", "points")
+
+
+def asker_names(agent: str) -> dict[str, str]:
+    """The names an agent's two askers are played under online (their trajectories and task metrics)."""
+    return {"learned": f"{agent}@learned", "confidence": f"{agent}@confidence"}
+
+
+@timed("asking compared")
+def compare_asking(
+    profile: Profile,
+    name: str,
+    records: list[dict] | None = None,
+    val_records: list[dict] | None = None,
+    tasks: list | None = None,
+    out_root=None,
+    n_boot: int = 1000,
+) -> dict:
+    """Both families on checkpoint `name`: their curves and AUCs on the test split (`records`), the
+    operating point each chooses on validation (`val_records`, the highest step ISR with at most
+    `select_max_needless_steps` needless asks, `evaluation.operating_curve.choose_point`), and each played
+    there online on `tasks`: SR, task ISR, needless episodes, unsafe, over-execution and over-soliciting."""
+    records = records if records is not None else test_records(profile)
+    val_records = val_records if val_records is not None else validation_records(profile)
+    tasks = tasks if tasks is not None else held_out_tasks(profile)
+    seed, limit = profile.seed, profile.select_max_needless_steps
+    val_labels = [bool(r["inquiry_required"]) for r in val_records]
+    with loaded(profile, checkpoint_path(profile, name)) as m:
+        model, processor = m.model, m.processor
+        learned = operating_curve(model, processor, records, profile, verify_biases=(), n_boot=n_boot, seed=seed)
+        confidence = confidence_curve(*_scored(model, processor, records, profile), n_boot=n_boot, seed=seed)
+        val_margins, _ = ask_margins(model, processor, val_records, profile)
+        bias_point = choose_point(curve_points(val_margins, val_labels), limit)
+        val_scores, val_labels_c, val_acted = _scored(model, processor, val_records, profile)
+        threshold_point = choose_point(confidence_points(val_scores, val_labels_c, val_acted), limit)
+        policies = {
+            "learned": learned_policy(model, processor, profile, bias_point["bias"]),
+            "confidence": confidence_policy(model, processor, profile, threshold_point["threshold"]),
+        }
+        played = {"learned": {"bias": bias_point["bias"]}, "confidence": {"threshold": threshold_point["threshold"]}}
+        rows = []
+        for asker, policy in policies.items():
+            run = asker_names(name)[asker]
+            metrics = episodes.evaluate_tasks(
+                run, policy, tasks, profile, out_root, extra={"asker": asker, **played[asker]}
+            )
+            errors = asking_errors(episodes.load_trajectories(profile, run, out_root))
+            rows.append({**task_row(asker, metrics, errors), "by_category": errors["by_category"]})
+    compared = compare_curves(learned, confidence)
+    return {
+        "agent": name,
+        "learned": {k: learned[k] for k in CURVE_KEYS},
+        "confidence": {k: confidence[k] for k in ("score", "n", "n_inquiry", "acted_asks", "auc", "points")},
+        "compared": compared,
+        "verdict": verdict(name, compared),
+        "validation": {"max_needless": limit, "learned": bias_point, "confidence": threshold_point},
+        "tasks": rows,
+    }
+
+
+def _scored(model, processor, records: list[dict], profile: Profile) -> tuple[list[float], list[bool], list[bool]]:
+    scores, raw = confidence_scores(model, processor, records, profile)
+    return scores, [bool(r["inquiry_required"]) for r in records], acted_asks(raw, profile)
+
+
+def compare_agents(profile: Profile, names=AGENTS, out_root=None, n_boot: int = 1000) -> dict[str, dict]:
+    """`compare_asking` for each of `names` that the run has trained (the others are skipped), on the same
+    test steps, validation steps and held-out tasks."""
+    have = set(available_checkpoints(profile))
+    items = dict(records=test_records(profile), val_records=validation_records(profile), tasks=held_out_tasks(profile))
+    return {
+        name: compare_asking(profile, name, **items, out_root=out_root, n_boot=n_boot) for name in names if name in have
+    }
