@@ -30,7 +30,7 @@ from . import ablations
 from .data import benchmark as data
 from .data.benchmark import held_out_tasks, test_records
 from .evaluation import episodes
-from .evaluation import seeds
+from .evaluation import pooled, seeds
 from .profiles import Profile, get_profile
 from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
@@ -106,6 +106,7 @@ __all__ = [  # what the notebooks use
     "seed_names",
     "grpo_seeds",
     "seeds",
+    "pooled",
     "closing",
     "dagger",
     "dagger_examples",

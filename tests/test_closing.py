@@ -195,3 +195,45 @@ def test_every_numbered_notebook_has_a_summary_and_others_fail_loudly(tmp_path):
     assert sorted(closing._BY_NOTEBOOK) == ["01", "02", "03", "04", "05", "06", "07"]
     with pytest.raises(KeyError, match="no closing summary"):
         closing.summary(_write(tmp_path, "99_other", {}))
+
+
+def test_the_pooled_grpo_effect_is_stated_per_cpu_kind(tmp_path):
+    from inquire_lib.evaluation.pooled import stage_effects
+
+    def step(name, k, n, kind):
+        return {"checkpoint": name, "device": {"cpu_kind": kind}, "overall": _overall((k, n))}
+
+    start = step("sft_weak", 9, 40, "avx512_bf16")
+    seeds = [step("grpo_weak", 30, 40, "avx512_bf16"), step("grpo_weak_s1", 28, 40, "avx512_bf16")]
+    stages = {"sft_weak": _overall((9, 40)), "grpo_weak": _overall((30, 40))}
+    path = _write(
+        tmp_path,
+        "03_grpo_action_level",
+        {"stages": stages, "pooled_effects": {"grpo_weak": stage_effects(start, seeds)}},
+    )
+    text = closing.summary(path)
+    assert "grpo_weak, seeds pooled (2 runs, avx512_bf16): step ISR changes by +50.0 points (" in text
+    assert "an interval that excludes 0." in text
+
+
+def test_the_asking_comparison_is_read_out_per_agent(tmp_path):
+    learned = {"success_rate": wilson(3, 20), "isr": wilson(4, 10), "needless_episodes": wilson(1, 20)}
+    path = _write(
+        tmp_path,
+        "05_evaluate",
+        {
+            "checkpoints": [],
+            "asking": {
+                "sft_full": {
+                    "verdict": "sft_full: AUC learned 0.82 (0.73-0.90), confidence 0.73 (0.64-0.82): neither.",
+                    "tasks": [{"asker": "learned", **learned}],
+                }
+            },
+        },
+    )
+    text = closing.summary(path)
+    assert "When to ask: sft_full: AUC learned 0.82 (0.73-0.90), confidence 0.73 (0.64-0.82): neither." in text
+    assert (
+        "sft_full, learned asker online at its validation point: task SR 0.15 (0.05-0.36) 3/20, "
+        "task ISR 0.40 (0.17-0.69) 4/10, needless episodes 0.05 (0.01-0.24) 1/20." in text
+    )

@@ -211,6 +211,20 @@ def test_03_grpo_metrics(smoke_run):
         assert m["full_change"][key] == pytest.approx(value("grpo_full", key) - value("sft_full", key)), key
     isr = {k: m["stages"][k]["inquiry_recall"]["value"] or 0.0 for k in ("sft_full", "grpo_full")}
     assert m["full_change"]["inquiry_recall"] == pytest.approx(isr["grpo_full"] - isr["sft_full"])
+    # the effect over seeds, pooled, under the CPU kind every step metrics file names
+    kind = m["manifest"]["device"]["cpu_kind"]
+    for stage, start in (("grpo_weak", "sft_weak"), ("grpo_full", "sft_full")):
+        effect = m["pooled_effects"][stage]["inquiry_recall"]["by_cpu_kind"]
+        assert list(effect) == [kind], stage
+        e = effect[kind]
+        assert (
+            len(e["runs"]["trained"]) == SMOKE.grpo_seeds
+            and e["start"]["n"] == m["stages"][start]["inquiry_recall"]["n"]
+        )
+        assert e["trained"]["n"] == SMOKE.grpo_seeds * e["start"]["n"]
+        assert e["diff"] == pytest.approx(e["trained"]["value"] - e["start"]["value"])
+        step = json.loads((smoke_run["run"] / "metrics" / f"step_{stage}.json").read_text())
+        assert step["device"]["cpu_kind"] == kind
     assert m["grpo_config"]["top_entropy_quantile"] == 0.2 and m["grpo_config"]["grpo_steps"] == 2
     assert m["grpo_weak_seconds"] > 0 and m["grpo_full_seconds"] > 0
     zero_std = m["frac_reward_zero_std_weak"]

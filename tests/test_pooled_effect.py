@@ -63,3 +63,40 @@ def test_seeds_are_pooled_and_each_cpu_kind_stands_apart():
 def test_a_rate_the_metrics_do_not_count_is_refused():
     with pytest.raises(KeyError, match="no counts for 'isr'"):
         pooled_effect([_metrics("sft_weak", 1, 2)], [], rate="isr")
+
+
+def test_the_kind_a_metrics_file_names_itself_comes_first():
+    from inquire_lib.evaluation.pooled import cpu_kind_of
+
+    own = {"device": {"cpu_kind": "avx2"}, "manifest": {"device": {"cpu_kind": "avx512_bf16"}}}
+    assert cpu_kind_of(own) == "avx2"
+    assert cpu_kind_of({"manifest": {"device": {"cpu_kind": "amx"}}}) == "amx"
+    assert cpu_kind_of({}) == "unknown"
+
+
+def test_a_stage_effect_is_stated_on_each_rate():
+    from inquire_lib.evaluation.pooled import STAGE_RATES, stage_effects
+    from inquire_lib.viz import plots
+
+    def step(name, isr, needless, safe):
+        counts = lambda k, n: {"value": k / n, "k": k, "n": n}
+        overall = {
+            "inquiry_recall": counts(*isr),
+            "needless_rate": counts(*needless),
+            "safe_step_accuracy": counts(*safe),
+        }
+        return {"checkpoint": name, "device": {"cpu_kind": "avx512_bf16"}, "overall": overall}
+
+    start = step("sft_weak", (9, 30), (1, 100), (80, 100))
+    seeds = [step("grpo_weak", (14, 20), (3, 100), (78, 100)), step("grpo_weak_s1", (13, 20), (5, 100), (79, 100))]
+    effects = stage_effects(start, seeds)
+    assert list(effects) == list(STAGE_RATES)
+    isr = effects["inquiry_recall"]["by_cpu_kind"]["avx512_bf16"]
+    assert isr["diff"] == pytest.approx(27 / 40 - 9 / 30) and isr["excludes_zero"]
+    needless = effects["needless_rate"]["by_cpu_kind"]["avx512_bf16"]
+    assert (needless["trained"]["k"], needless["trained"]["n"]) == (8, 200)
+    table = plots.pooled_table({"grpo_weak": effects})
+    row = table.loc[("grpo_weak", "step ISR", "avx512_bf16")]
+    assert row["runs"] == 2 and bool(row["excludes 0"])
+    assert row["change, points (95%)"].startswith("+37.5 (")
+    assert row["trained, seeds pooled"].endswith(" 27/40") and row["start"].endswith(" 9/30")

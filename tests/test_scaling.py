@@ -338,11 +338,17 @@ def test_manifest_records_device_cuda_and_dtype():
         "cudnn_version",
         "dtype",
         "cpu_kind",
+        "cpu_model",
         "cpu_flags",
+        "bf16_probe",
         "load_in_4bit",
         "processes",
     }
     assert dev["cpu_kind"] in ("amx", "avx512_bf16", "avx512", "avx2", "other")
+    # measured wherever the flags allow bf16 on a CPU, since whether it is used depends on it
+    probe = dev["bf16_probe"]
+    assert (probe is None) == (torch.cuda.is_available() or dev["cpu_kind"] not in ("amx", "avx512_bf16"))
+    assert probe is None or set(probe) == {"fp32_ms", "bf16_ms", "speedup", "pays"}
     assert set(dev["cpu_flags"]) <= {"avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"}
     assert dev["cuda_version"] == torch.version.cuda and dev["processes"] == 1 and dev["load_in_4bit"] is True
     assert dev["dtype"] == ("bfloat16" if torch.cuda.is_available() else "float32")

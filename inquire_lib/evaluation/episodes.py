@@ -46,6 +46,7 @@ from ..data.benchmark import held_out_tasks
 from ..agent.prompts import observation_record
 from ..runs.records import REFERENCES, load_metrics
 from ..runs.paths import atomic_path, run_dir, write_json_atomic, write_jsonl_atomic
+from ..runs.hardware import device_stamp
 from ..runs.tracking import log_metrics
 from ..world.apps import centre
 from ..world.env import PhoneEnv
@@ -309,6 +310,7 @@ def evaluate_tasks(
         "checkpoint": name,
         "kind": "task",
         "profile": profile.name,
+        "device": device_stamp(),
         "n_tasks": len(tasks),
         "max_steps": profile.max_episode_steps,
         "seconds": seconds,

@@ -15,9 +15,9 @@ is reported beside it, and `effects.effect` (a bootstrap over seeds and items) i
 disagree. The two sides are taken as independent; on shared test items, whose outcomes go together,
 that makes the interval wider than a paired one, not narrower.
 
-Runs group by the CPU kind their metrics name (`manifest.device.cpu_kind`, "unknown" where absent): a
-start trained on one kind is compared only with the runs of that kind, each kind reported on its own,
-because the same code and seed train other starts on other kinds.
+Runs group by the CPU kind their metrics name (`device.cpu_kind`, else `manifest.device.cpu_kind`,
+"unknown" where absent): a start trained on one kind is compared only with the runs of that kind, each
+kind reported on its own, because the same code and seed train other starts on other kinds.
 
 Plain Python; reads nothing itself.
 """
@@ -33,8 +33,10 @@ INTERVAL = "Newcombe hybrid score (method 10) on seed-pooled counts, 95%"
 
 
 def cpu_kind_of(metrics: dict) -> str:
-    """The CPU kind a run's metrics name in their manifest, "unknown" where they name none."""
-    kind = ((metrics.get("manifest") or {}).get("device") or {}).get("cpu_kind")
+    """The CPU kind a run's metrics name (their `device`, as every step and task metrics file carries it, or
+    their manifest's), "unknown" where they name none."""
+    device = metrics.get("device") or (metrics.get("manifest") or {}).get("device") or {}
+    kind = device.get("cpu_kind") if isinstance(device, dict) else None
     return str(kind) if kind else UNKNOWN_KIND
 
 
@@ -82,3 +84,14 @@ def pooled_effect(starts: list[dict], trained: list[dict], rate: str = "inquiry_
         (k1, n1), (k2, n2) = pooled["trained"], pooled["start"]
         out[kind] = {**newcombe(k1, n1, k2, n2), "trained": wilson(k1, n1), "start": wilson(k2, n2), "runs": mine}
     return {"rate": rate, "interval": INTERVAL, "by_cpu_kind": out}
+
+
+# the step rates a GRPO stage's effect is stated on: does it ask more where it must, less where it need not,
+# and act as well where nothing calls for asking
+STAGE_RATES = ("inquiry_recall", "needless_rate", "safe_step_accuracy")
+
+
+def stage_effects(start: dict, trained: list[dict], rates=STAGE_RATES) -> dict[str, dict]:
+    """`pooled_effect` of one stage on each of `rates`: the start's step metrics against those of the runs
+    trained from it, one per seed."""
+    return {rate: pooled_effect([start], trained, rate) for rate in rates}

@@ -21,6 +21,7 @@ from ..data.benchmark import test_records
 from .metrics import step_metrics
 from .fork import ask_bias_processor
 from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
+from ..runs.hardware import device_stamp
 from ..runs.tracking import log_metrics
 
 
@@ -237,7 +238,13 @@ def evaluate_steps(
     eval_dir = base / "eval"
     save_screens(records, eval_dir)
     write_jsonl_atomic(eval_dir / name / "step_predictions.jsonl", preds)
-    metrics = {"checkpoint": name, "profile": profile.name, **(extra or {}), **step_metrics(preds)}
+    metrics = {
+        "checkpoint": name,
+        "profile": profile.name,
+        "device": device_stamp(),
+        **(extra or {}),
+        **step_metrics(preds),
+    }
     write_json_atomic(base / "metrics" / f"step_{name}.json", metrics)
     log_metrics(profile, name, metrics, "step", out_root)  # the run's tracker (`runs/tracking.py`)
     return metrics

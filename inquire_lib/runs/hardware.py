@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import time
 from pathlib import Path
 
 from ..profiles import Profile
@@ -26,6 +28,56 @@ def cpu_has_native_bf16(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
     return bool({"avx512_bf16", "amx_bf16"} & cpu_flags(cpuinfo))
 
 
+def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The CPU's model name as /proc/cpuinfo gives it ("unknown" when it cannot be read)."""
+    try:
+        line = next((x for x in Path(cpuinfo).read_text().splitlines() if x.startswith("model name")), "")
+    except OSError:
+        return "unknown"
+    return line.partition(":")[2].strip() or "unknown"
+
+
+# bf16 is used only where a bf16 matmul beats fp32's by this factor. The flag alone does not decide: on an
+# AMD EPYC with AVX-512 BF16 a bf16 matmul of the small model's shapes ran ~2.4x fp32, on an Intel Xeon
+# with the same flag 0.55x (docs/log.md), and autocast adds a cast of every weight on top
+BF16_MIN_SPEEDUP = 1.25
+
+
+@functools.lru_cache(maxsize=None)
+def bf16_probe() -> dict:
+    """Time a [512 x 576] @ [576 x 1536] matmul (a prefill chunk through the small model's MLP) in fp32
+    and in bf16 on this machine, best of interleaved repeats (about 0.3 s), once a process: the ratio and
+    whether bf16 pays (`BF16_MIN_SPEEDUP`)."""
+    import torch
+
+    a, b = torch.randn(512, 576), torch.randn(576, 1536)
+    pair = {"fp32": (a, b), "bf16": (a.bfloat16(), b.bfloat16())}
+    best = {"fp32": float("inf"), "bf16": float("inf")}
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the ratio, not the speed, is wanted: one thread keeps it from the other jobs
+    try:
+        for _ in range(5):
+            for name, (a, b) in pair.items():
+                t0 = time.perf_counter()
+                a @ b
+                best[name] = min(best[name], time.perf_counter() - t0)
+    finally:
+        torch.set_num_threads(threads)
+    ratio = best["fp32"] / best["bf16"]
+    return {
+        "fp32_ms": round(1e3 * best["fp32"], 3),
+        "bf16_ms": round(1e3 * best["bf16"], 3),
+        "speedup": round(ratio, 3),
+        "pays": ratio >= BF16_MIN_SPEEDUP,
+    }
+
+
+def bf16_pays(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes bf16 natively (`cpu_has_native_bf16`) and a bf16 matmul measures faster
+    than fp32's here (`bf16_probe`); a CPU without the flags is not probed."""
+    return cpu_has_native_bf16(cpuinfo) and bf16_probe()["pays"]
+
+
 def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     """The machine kind results are reported per: "amx", "avx512_bf16", "avx512", "avx2" or "other"."""
     flags = cpu_flags(cpuinfo)
@@ -35,9 +87,20 @@ def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     return "other"
 
 
+def device_stamp(cpuinfo: str | Path = "/proc/cpuinfo") -> dict:
+    """What every metrics file names about the machine that computed it: the CPU kind and the kernel
+    flags it has (results are reported per kind)."""
+    return {
+        "cpu_kind": cpu_kind(cpuinfo),
+        "cpu_model": cpu_model(cpuinfo),
+        "cpu_flags": sorted(set(KERNEL_FLAGS) & cpu_flags(cpuinfo)),
+    }
+
+
 def _bf16_here(profile: Profile, on_cpu: bool, cuda: bool | None, native_bf16: bool | None) -> bool:
     """`bf16` on a GPU; on CPU `on_cpu` (the profile's switch), full weights (bitsandbytes' CPU 4-bit
-    kernels are fp32) and native bf16 matmuls. `cuda` and `native_bf16` default to this machine's."""
+    kernels are fp32) and bf16 matmuls that are native and pay (`bf16_pays`). `cuda` and `native_bf16` default
+    to this machine's."""
     if cuda is None:
         import torch
 
@@ -46,7 +109,7 @@ def _bf16_here(profile: Profile, on_cpu: bool, cuda: bool | None, native_bf16: b
         return profile.bf16
     if not on_cpu or profile.load_in_4bit:
         return False
-    return cpu_has_native_bf16() if native_bf16 is None else native_bf16
+    return bf16_pays() if native_bf16 is None else native_bf16
 
 
 def uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:

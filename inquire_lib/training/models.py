@@ -345,14 +345,17 @@ def load_checkpoint(profile: Profile, path: str | None, trainable: bool = False)
 
 
 def for_inference(model, profile: Profile):
-    """The model as evaluation runs it: in bf16 where `runs.hardware.eval_uses_bf16` says so (an adapter
-    merged into its base first, in fp32, so no LoRA layer pays for casts at every new token); else as loaded."""
+    """The model as evaluation runs it where the profile asks for fast evaluation on a CPU (`eval_bf16`):
+    an adapter merged into its base (in fp32, so no LoRA layer pays for its extra matmuls at every new
+    token), then bf16 where `runs.hardware.eval_uses_bf16` says bf16 pays on this machine; else as loaded."""
     from ..runs.hardware import eval_uses_bf16
 
-    if torch.cuda.is_available() or not eval_uses_bf16(profile):
+    if torch.cuda.is_available() or not profile.eval_bf16:
         return model
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
+    if not eval_uses_bf16(profile):
+        return model.eval()
     # a new token's attention is a few small matmuls per head: CPU SDPA in bf16 takes 3x its fp32 time there
     # (21 ms against 7 ms a layer for 16 rows x 9 heads x 400 keys, measured), eager attention less than either
     model.set_attn_implementation("eager")

@@ -34,6 +34,7 @@ from ..evaluation.steps import generate, score
 from .models import loaded
 from ..profiles import Profile
 from ..agent.prompts import frame_for
+from ..runs.hardware import device_stamp
 from ..runs.integrity import complete_checkpoints, write_marker
 from ..runs.paths import atomic_dir, metrics_dir, write_json_atomic
 
@@ -152,6 +153,7 @@ def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: 
     record = {
         "checkpoint": name,
         "profile": profile.name,
+        "device": device_stamp(),
         "validation_tasks": profile.val_tasks,
         "validation_steps": len(records),
         "max_needless_steps": profile.select_max_needless_steps,

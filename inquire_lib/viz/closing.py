@@ -221,6 +221,14 @@ def _nb03(body: dict, run: Path, s: dict) -> str:
                 f"{' and '.join(never)} never asks on the test split, so its groups seldom sample an ask "
                 "for GRPO to reinforce: a start that asks sometimes is what GRPO can lift."
             )
+    for stage, by_rate in (body.get("pooled_effects") or {}).items():
+        for kind, e in (by_rate.get("inquiry_recall") or {}).get("by_cpu_kind", {}).items():
+            if e.get("diff") is not None:
+                shows.append(
+                    f"{stage}, seeds pooled ({len(e['runs']['trained'])} runs, {kind}): step ISR changes by "
+                    f"{100 * e['diff']:+.1f} points ({100 * e['lo']:+.1f} to {100 * e['hi']:+.1f}), "
+                    + ("an interval that excludes 0." if e["excludes_zero"] else "an interval that holds 0.")
+                )
     n_isr = next((o[b]["inquiry_recall"].get("n") for _, b in pairs if o[b].get("inquiry_recall")), None)
     cannot.append(
         f"GRPO ran {s.get('grpo_steps')} steps with {s.get('grpo_seeds')} training seed(s) and its step ISR "

@@ -455,6 +455,34 @@ def asking_category_table(compared: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["agent", "asker", "category"])
 
 
+def pooled_table(effects: dict[str, dict]) -> pd.DataFrame:
+    """One row per (stage, rate, CPU kind) of `evaluation.pooled.stage_effects` records ({stage: {rate:
+    effect}}): the start's rate, the seed-pooled trained rate, the change in points with its 95% interval,
+    whether that interval excludes 0, and how many runs were pooled."""
+    rows = []
+    for stage, by_rate in effects.items():
+        for rate, effect in by_rate.items():
+            for kind, e in effect["by_cpu_kind"].items():
+                change = (
+                    "n/a"
+                    if e["diff"] is None
+                    else f"{100 * e['diff']:+.1f} ({100 * e['lo']:+.1f} to {100 * e['hi']:+.1f})"
+                )
+                rows.append(
+                    {
+                        "stage": stage,
+                        "rate": NAMES.get(rate, rate),
+                        "cpu kind": kind,
+                        "start": rate_text(e["start"]),
+                        "trained, seeds pooled": rate_text(e["trained"]),
+                        "change, points (95%)": change,
+                        "excludes 0": e["excludes_zero"],
+                        "runs": len(e["runs"]["trained"]),
+                    }
+                )
+    return pd.DataFrame(rows).set_index(["stage", "rate", "cpu kind"])
+
+
 def ablation_effects(effects: pd.DataFrame) -> dict[str, go.Figure]:
     """One figure per ablation group (`ablations.effects_table` rows carry the variant; the group is the
     reference's name): one panel per rate, step-level rates left and task-level right, each variant's
