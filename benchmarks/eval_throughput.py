@@ -13,7 +13,8 @@ CPU kind (the ratio depends on it: bf16 is native with AVX-512 BF16 or AMX and e
 
     python benchmarks/eval_throughput.py [--profile small] [--steps 64] [--checkpoint PATH] [--threads 1]
 
-Writes benchmarks/results/eval_throughput.json.
+Writes benchmarks/results/eval_throughput.<machine>.json, the machine named by its CPU's vendor and line
+and its kind (`machine_tag`): the same code measures differently on each, so each keeps its own result.
 """
 
 from __future__ import annotations
@@ -24,7 +25,18 @@ from functools import partial
 
 from _common import RESULTS, bench_profile, finish
 
-OUT = RESULTS / "eval_throughput.json"
+
+def machine_tag() -> str:
+    """e.g. "intel-xeon-avx512_bf16" or "amd-epyc-avx512_bf16": the CPU model's first two words and the kind."""
+    import re
+
+    from inquire_lib.runs.hardware import cpu_kind, cpu_model
+
+    words = re.sub(r"\(.*?\)", " ", cpu_model()).lower().split()
+    return "-".join(words[:2] + [cpu_kind()])
+
+
+OUT = RESULTS / f"eval_throughput.{machine_tag()}.json"
 REQUIRED_RATIO = 3.0  # ours / naive steps per second
 
 
