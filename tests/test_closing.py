@@ -232,8 +232,8 @@ def test_the_asking_comparison_is_read_out_per_agent(tmp_path):
         },
     )
     text = closing.summary(path)
-    assert "When to ask: sft_full: AUC learned 0.82 (0.73-0.90), confidence 0.73 (0.64-0.82): neither." in text
+    assert "**When to ask, learned against a confidence threshold**" in text
     assert (
-        "sft_full, learned asker online at its validation point: task SR 0.15 (0.05-0.36) 3/20, "
-        "task ISR 0.40 (0.17-0.69) 4/10, needless episodes 0.05 (0.01-0.24) 1/20." in text
+        "- sft_full: AUC learned 0.82 (0.73-0.90), confidence 0.73 (0.64-0.82): neither. Online at each family's "
+        "validation point: learned task SR 3/20, task ISR 4/10, needless episodes 1/20." in text
     )

@@ -91,7 +91,9 @@ def _zero_note(settings: dict, what: str) -> str:
 
 
 def _lines(head: list[str], shows: list[str], cannot: list[str]) -> str:
-    out = ["**Headline** (a rate: value, Wilson 95% interval, counts):", ""] + [f"- {h}" for h in head]
+    # a line that is empty or already a list item or heading stays as it is
+    item = lambda h: h if (not h or h.startswith(("- ", "**"))) else f"- {h}"
+    out = ["**Headline** (a rate: value, Wilson 95% interval, counts):", ""] + [item(h) for h in head]
     if shows:
         out += ["", "**What this shows at this size.** " + " ".join(shows)]
     if cannot:
@@ -296,13 +298,17 @@ def _nb05(body: dict, run: Path, s: dict) -> str:
         shows.append(f"The highest step ISR is {best}'s, {rate(step[best].get('inquiry_recall'))}.")
         if "always_act" in task and best in task:
             shows.append(_compare("Task ISR", "always_act", best, task["always_act"].get("isr"), task[best].get("isr")))
+    asking = []
     for agent, c in (body.get("asking") or {}).items():
-        shows.append(f"When to ask: {c['verdict']}")
-        for r in c["tasks"]:
-            shows.append(
-                f"{agent}, {r['asker']} asker online at its validation point: task SR {rate(r['success_rate'])}, "
-                f"task ISR {rate(r['isr'])}, needless episodes {rate(r['needless_episodes'])}."
-            )
+        online = "; ".join(
+            f"{r['asker']} task SR {rate(r['success_rate'], interval=False)}, task ISR "
+            f"{rate(r['isr'], interval=False)}, needless episodes {rate(r['needless_episodes'], interval=False)}"
+            for r in c["tasks"]
+        )
+        asking.append(f"- {c['verdict']} Online at each family's validation point: {online}.")
+    if asking:
+        head += ["", "**When to ask, learned against a confidence threshold** (figures `05_asking_<agent>`):", ""]
+        head += asking
     widest = max((half_width(step[n].get("inquiry_recall")) or 0 for n in trained), default=0)
     cannot.append(
         f"On {_size(s)} a step ISR interval is up to +-{widest:.0f} points wide, so checkpoints a few points "
