@@ -90,6 +90,10 @@ def _zero_note(settings: dict, what: str) -> str:
     )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _lines(head: list[str], shows: list[str], cannot: list[str]) -> str:
     # a line that is empty or already a list item or heading stays as it is
     item = lambda h: h if (not h or h.startswith(("- ", "**"))) else f"- {h}"
@@ -227,7 +231,7 @@ def _nb03(body: dict, run: Path, s: dict) -> str:
         for kind, e in (by_rate.get("inquiry_recall") or {}).get("by_cpu_kind", {}).items():
             if e.get("diff") is not None:
                 shows.append(
-                    f"{stage}, seeds pooled ({len(e['runs']['trained'])} runs, {kind}): step ISR changes by "
+                    f"{stage}, seeds pooled ({_count(len(e['runs']['trained']), 'run')}, {kind}): step ISR changes by "
                     f"{100 * e['diff']:+.1f} points ({100 * e['lo']:+.1f} to {100 * e['hi']:+.1f}), "
                     + ("an interval that excludes 0." if e["excludes_zero"] else "an interval that holds 0.")
                 )
