@@ -57,8 +57,8 @@ def compare_asking(
         confidence = confidence_curve(*_scored(model, processor, records, profile), n_boot=n_boot, seed=seed)
         val_margins, _ = ask_margins(model, processor, val_records, profile)
         bias_point = choose_point(curve_points(val_margins, val_labels), limit)
-        val_scores, val_labels_c, val_acted = _scored(model, processor, val_records, profile)
-        threshold_point = choose_point(confidence_points(val_scores, val_labels_c, val_acted), limit)
+        val_scores, _, val_acted = _scored(model, processor, val_records, profile)
+        threshold_point = choose_point(confidence_points(val_scores, val_labels, val_acted), limit)
         policies = {
             "learned": learned_policy(model, processor, profile, bias_point["bias"]),
             "confidence": confidence_policy(model, processor, profile, threshold_point["threshold"]),
