@@ -51,14 +51,15 @@ def compare_curves(learned: dict, confidence: dict, budgets=NEEDLESS_BUDGETS) ->
     }
 
 
-def _auc_text(a: dict) -> str:
+def auc_text(a: dict) -> str:
+    """An AUC record as "0.92 (0.90-0.95)", "n/a" without a value."""
     return "n/a" if a.get("value") is None else f"{a['value']:.2f} ({a['lo']:.2f}-{a['hi']:.2f})"
 
 
 def verdict(agent: str, compared: dict) -> str:
     """One sentence read off the comparison: does learned asking beat the free threshold, and where."""
     auc = compared["auc"]
-    head = f"{agent}: AUC learned {_auc_text(auc['learned'])}, confidence {_auc_text(auc['confidence'])}"
+    head = f"{agent}: AUC learned {auc_text(auc['learned'])}, confidence {auc_text(auc['confidence'])}"
     winner = compared["auc_winner"]
     if winner == "n/a":
         return f"{head}: no comparison (a class of steps is empty)."

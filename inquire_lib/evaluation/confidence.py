@@ -25,8 +25,8 @@ import math
 
 import numpy as np
 
-from ..agent.actions import Action, format_completion, parse_completion
-from .operating_curve import bootstrap_auc, curve_points, in_record_order
+from ..agent.actions import Action, format_completion
+from .operating_curve import asks, bootstrap_auc, curve_points, in_record_order
 
 SCORE = "mean log-probability of the tool call's tokens (after </think>) of the greedy completion, its ask taken away"
 # the bias that takes the tool call's `call_user` away from the acting completion
@@ -48,7 +48,7 @@ def confidence_curve(scores, labels, acted_asks=None, n_boot: int = 1000, seed: 
         "acted_asks": int(np.sum(acted_asks)) if acted_asks is not None else 0,
         "scores": [float(v) if math.isfinite(v) else None for v in s],
         "labels": [bool(y) for y in labels],
-        "points": confidence_points(s, labels, acted_asks),
+        "points": _points(margins, labels),
         "auc": bootstrap_auc(margins, labels, n_boot=n_boot, seed=seed),
     }
 
@@ -62,10 +62,11 @@ def _margins(scores, acted_asks=None) -> np.ndarray:
 def confidence_points(scores, labels, acted_asks=None) -> list[dict]:
     """(threshold, isr, needless) at every threshold between distinct scores and both ends (the curve of
     `confidence_curve` without its AUC: what choosing a threshold on validation needs)."""
-    return [
-        {"threshold": p["bias"], "isr": p["isr"], "needless": p["needless"]}
-        for p in curve_points(_margins(scores, acted_asks), labels)
-    ]
+    return _points(_margins(scores, acted_asks), labels)
+
+
+def _points(margins, labels) -> list[dict]:
+    return [{"threshold": p["bias"], "isr": p["isr"], "needless": p["needless"]} for p in curve_points(margins, labels)]
 
 
 def ask_completion(profile) -> str:
@@ -84,11 +85,7 @@ def asker_outputs(raw: list[str], scores: list[float], threshold: float, profile
 
 def acted_asks(raw: list[str], profile) -> list[bool]:
     """Which acting completions ask all the same."""
-    out = []
-    for text in raw:
-        action = parse_completion(text, require_think=profile.use_think).action
-        out.append(action is not None and action.type == "call_user")
-    return out
+    return asks(raw, profile)
 
 
 # ------------------------------------------------------------------------ on a checkpoint

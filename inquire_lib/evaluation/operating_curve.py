@@ -170,7 +170,8 @@ def in_record_order(values: list, order: list[int]) -> list:
     return out
 
 
-def _asked(raw: list[str], profile) -> list[bool]:
+def asks(raw: list[str], profile) -> list[bool]:
+    """Which completions' tool calls ask (`call_user`)."""
     out = []
     for text in raw:
         action = parse_completion(text, require_think=profile.use_think).action
@@ -186,12 +187,12 @@ def operating_curve(
     `verify_biases`)."""
     labels = [bool(r["inquiry_required"]) for r in records]
     margins, raw = ask_margins(model, processor, records, profile)
-    asked = _asked(raw, profile)
+    asked = asks(raw, profile)
     agreement = sum((m > 0) == a for m, a in zip(margins, asked)) / len(records) if records else None
     verified = []
     for b in verify_biases:
         _, raw_b = ask_margins(model, processor, records, profile, bias=b)
-        asked_b = np.array(_asked(raw_b, profile))
+        asked_b = np.array(asks(raw_b, profile))
         y = np.array(labels)
         predicted = curve_points(margins, labels, biases=[b])[0]
         verified.append(

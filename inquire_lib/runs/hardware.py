@@ -80,7 +80,10 @@ def bf16_pays(cpuinfo: str | Path = "/proc/cpuinfo") -> bool:
 
 def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     """The machine kind results are reported per: "amx", "avx512_bf16", "avx512", "avx2" or "other"."""
-    flags = cpu_flags(cpuinfo)
+    return _kind_of(cpu_flags(cpuinfo))
+
+
+def _kind_of(flags: set[str]) -> str:
     for kind, needs in (("amx", "amx_bf16"), ("avx512_bf16", "avx512_bf16"), ("avx512", "avx512f"), ("avx2", "avx2")):
         if needs in flags:
             return kind
@@ -88,12 +91,13 @@ def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
 
 
 def device_stamp(cpuinfo: str | Path = "/proc/cpuinfo") -> dict:
-    """What every metrics file names about the machine that computed it: the CPU kind and the kernel
-    flags it has (results are reported per kind)."""
+    """What every metrics file and the manifest name about the machine that computed them: the CPU kind,
+    its model and the kernel flags it has (results are reported per kind)."""
+    flags = cpu_flags(cpuinfo)
     return {
-        "cpu_kind": cpu_kind(cpuinfo),
+        "cpu_kind": _kind_of(flags),
         "cpu_model": cpu_model(cpuinfo),
-        "cpu_flags": sorted(set(KERNEL_FLAGS) & cpu_flags(cpuinfo)),
+        "cpu_flags": sorted(set(KERNEL_FLAGS) & flags),
     }
 
 

@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 
 from ..profiles import OverrideError, Profile, apply_overrides, check_overrides, default_run_name, get_profile
 from . import locks, timing
-from .hardware import KERNEL_FLAGS, bf16_probe, cpu_flags, cpu_has_native_bf16, cpu_kind, cpu_model, uses_bf16
+from .hardware import bf16_probe, cpu_has_native_bf16, device_stamp, uses_bf16
 from .paths import (
     FOLDERS,
     NOTEBOOKS_DIR,
@@ -250,9 +250,7 @@ def device_info(profile: Profile) -> dict:
         "cuda_version": torch.version.cuda,
         "cudnn_version": torch.backends.cudnn.version() if cuda else None,
         "dtype": "bfloat16" if uses_bf16(profile, cuda=cuda) else "float32",
-        "cpu_kind": cpu_kind(),
-        "cpu_model": cpu_model(),
-        "cpu_flags": sorted(set(KERNEL_FLAGS) & cpu_flags()),
+        **device_stamp(),
         # measured where the flags allow bf16: whether it is used depends on it (`hardware.bf16_pays`)
         "bf16_probe": bf16_probe() if not cuda and cpu_has_native_bf16() else None,
         "load_in_4bit": profile.load_in_4bit,

@@ -17,6 +17,7 @@ import json
 from pathlib import Path
 
 from ..evaluation.metrics import wilson
+from ..evaluation.pooled import change_text
 from ..profiles import split_sizes
 from ..runs.records import load_metrics, read_jsonl
 from ..runs.summary import ABLATION_PREFIX, rate
@@ -94,10 +95,12 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def _lines(head: list[str], shows: list[str], cannot: list[str]) -> str:
-    # a line that is empty or already a list item or heading stays as it is
-    item = lambda h: h if (not h or h.startswith(("- ", "**"))) else f"- {h}"
-    out = ["**Headline** (a rate: value, Wilson 95% interval, counts):", ""] + [item(h) for h in head]
+def _lines(head: list[str], shows: list[str], cannot: list[str], sections=()) -> str:
+    """The summary: the headline list, then each (title, items) of `sections` as a list of its own, then
+    what the numbers show and cannot show."""
+    out = ["**Headline** (a rate: value, Wilson 95% interval, counts):", ""] + [f"- {h}" for h in head]
+    for title, items in sections:
+        out += ["", title, ""] + [f"- {i}" for i in items]
     if shows:
         out += ["", "**What this shows at this size.** " + " ".join(shows)]
     if cannot:
@@ -232,7 +235,7 @@ def _nb03(body: dict, run: Path, s: dict) -> str:
             if e.get("diff") is not None:
                 shows.append(
                     f"{stage}, seeds pooled ({_count(len(e['runs']['trained']), 'run')}, {kind}): step ISR changes by "
-                    f"{100 * e['diff']:+.1f} points ({100 * e['lo']:+.1f} to {100 * e['hi']:+.1f}), "
+                    f"{change_text(e).replace(' (', ' points (', 1)}, "
                     + ("an interval that excludes 0." if e["excludes_zero"] else "an interval that holds 0.")
                 )
     n_isr = next((o[b]["inquiry_recall"].get("n") for _, b in pairs if o[b].get("inquiry_recall")), None)
@@ -309,16 +312,14 @@ def _nb05(body: dict, run: Path, s: dict) -> str:
             f"{rate(r['isr'], interval=False)}, needless episodes {rate(r['needless_episodes'], interval=False)}"
             for r in c["tasks"]
         )
-        asking.append(f"- {c['verdict']} Online at each family's validation point: {online}.")
-    if asking:
-        head += ["", "**When to ask, learned against a confidence threshold** (figures `05_asking_<agent>`):", ""]
-        head += asking
+        asking.append(f"{c['verdict']} Online at each family's validation point: {online}.")
+    title = "**When to ask, learned against a confidence threshold** (figures `05_asking_<agent>`):"
     widest = max((half_width(step[n].get("inquiry_recall")) or 0 for n in trained), default=0)
     cannot.append(
         f"On {_size(s)} a step ISR interval is up to +-{widest:.0f} points wide, so checkpoints a few points "
         "apart are not told apart; the cpu profile's 160 tasks and 200 inquiry steps narrow it to about +-7."
     )
-    return _lines(head, shows, cannot)
+    return _lines(head, shows, cannot, [(title, asking)] if asking else ())
 
 
 def _preds(run: Path, name: str) -> list[dict]:

@@ -7,7 +7,9 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..agent.actions import ACTION_TYPES
+from ..evaluation.asking import auc_text
 from ..evaluation.metrics import TASK_MEAN_KEYS, TASK_RATE_KEYS
+from ..evaluation.pooled import change_text
 from ..runs.summary import rate as rate_text
 
 METRICS = (
@@ -332,7 +334,7 @@ def _curve_xy(points: list[dict]) -> tuple[list[float], list[float]]:
 
 
 def _auc_label(name: str, a: dict) -> str:
-    return name if a.get("value") is None else f"{name}: AUC {a['value']:.2f} ({a['lo']:.2f}-{a['hi']:.2f})"
+    return name if a.get("value") is None else f"{name}: AUC {auc_text(a)}"
 
 
 def asking_compared(agent: str, learned: dict, confidence: dict) -> go.Figure:
@@ -381,10 +383,6 @@ def asking_compared(agent: str, learned: dict, confidence: dict) -> go.Figure:
     return fig
 
 
-def _auc_cell(a: dict) -> str:
-    return "n/a" if a.get("value") is None else f"{a['value']:.2f} ({a['lo']:.2f}-{a['hi']:.2f})"
-
-
 def asking_auc_table(compared: dict[str, dict]) -> pd.DataFrame:
     """One row per agent of `stages.asking.compare_asking` records: each family's AUC with its bootstrap
     95% interval, which is above where the intervals lie apart, and each family's step ISR at the
@@ -394,8 +392,8 @@ def asking_auc_table(compared: dict[str, dict]) -> pd.DataFrame:
         cmp = c["compared"]
         row = {
             "agent": agent,
-            "learned AUC": _auc_cell(cmp["auc"]["learned"]),
-            "confidence AUC": _auc_cell(cmp["auc"]["confidence"]),
+            "learned AUC": auc_text(cmp["auc"]["learned"]),
+            "confidence AUC": auc_text(cmp["auc"]["confidence"]),
             "apart": cmp["auc_winner"] if cmp["auc_apart"] else "no",
         }
         for r in cmp["at_budget"]:
@@ -463,11 +461,6 @@ def pooled_table(effects: dict[str, dict]) -> pd.DataFrame:
     for stage, by_rate in effects.items():
         for rate, effect in by_rate.items():
             for kind, e in effect["by_cpu_kind"].items():
-                change = (
-                    "n/a"
-                    if e["diff"] is None
-                    else f"{100 * e['diff']:+.1f} ({100 * e['lo']:+.1f} to {100 * e['hi']:+.1f})"
-                )
                 rows.append(
                     {
                         "stage": stage,
@@ -475,7 +468,7 @@ def pooled_table(effects: dict[str, dict]) -> pd.DataFrame:
                         "cpu kind": kind,
                         "start": rate_text(e["start"]),
                         "trained, seeds pooled": rate_text(e["trained"]),
-                        "change, points (95%)": change,
+                        "change, points (95%)": change_text(e),
                         "excludes 0": e["excludes_zero"],
                         "runs": len(e["runs"]["trained"]),
                     }
