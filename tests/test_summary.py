@@ -96,3 +96,21 @@ def test_the_command_prints_the_tables_and_refuses_a_folder_that_is_no_run(tmp_p
     assert bad.stderr.strip().splitlines() == [
         f"inquire summary: {tmp_path}: not a run folder (no metrics/ and no manifest.json)"
     ]
+
+
+def test_a_folder_only_tools_wrote_to_is_headed_by_the_manifest_its_newest_report_carries(tmp_path):
+    import os
+
+    _write_run(tmp_path)
+    (tmp_path / "manifest.json").unlink()
+    metrics = tmp_path / "metrics"
+    (metrics / "base_agent_steps.json").write_text(
+        json.dumps({"part": "steps", "manifest": {"run": "default", "profile": "small", "git_sha": "1" * 40}})
+    )
+    (metrics / "base_agent_tasks.json").write_text(
+        json.dumps({"part": "tasks", "manifest": {"run": "default", "profile": "small", "git_sha": "2" * 40}})
+    )
+    (metrics / "broken.json").write_text("{")
+    os.utime(metrics / "base_agent_steps.json", (1, 1))  # the tasks report is the newer
+    os.utime(metrics / "broken.json", (2**31, 2**31))  # the newest file is not JSON: passed over
+    assert summary(tmp_path).splitlines()[0] == "Run `default`, profile `small`, git 222222222222, finished ?"

@@ -102,8 +102,21 @@ def time_markdown(run_dir: str | Path, manifest: dict | None = None) -> str:
 
 
 def _manifest(run_dir: str | Path) -> dict:
+    """The run's `manifest.json`; a folder only tools wrote to (`tools/base_agent_report.py`) has none, and
+    then the newest manifest one of its metrics files carries stands in, so the header still names the
+    profile and the git sha."""
     path = Path(run_dir) / "manifest.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    if path.exists():
+        return json.loads(path.read_text())
+    reports = sorted((Path(run_dir) / "metrics").glob("*.json"), key=lambda f: f.stat().st_mtime, reverse=True)
+    for report in reports:
+        try:
+            carried = json.loads(report.read_text()).get("manifest")
+        except (json.JSONDecodeError, AttributeError):
+            continue
+        if isinstance(carried, dict):
+            return carried
+    return {}
 
 
 def summary(run_dir: str | Path, ablations: bool = False) -> str:
