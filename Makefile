@@ -4,6 +4,7 @@
 #   make test                          lint + the whole pytest suite (installs chromium if it can)
 #   make test-fast                     lint + the tests not marked slow (no notebooks, training, browser)
 #   make lint                          import layers, ruff's lint and ruff's format check on the whole tree
+#   make quality                       the same checks, by the name other projects give them
 #   make format                        apply ruff's format and its safe fixes
 #   make bench                         every benchmarks/*.py
 #   make lab                           JupyterLab on the repo
@@ -25,7 +26,7 @@ BENCHMARKS := $(filter-out benchmarks/_%,$(sort $(wildcard benchmarks/*.py)))
 # JupyterLab refuses to start as root unless told.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install browser run test test-fast lint format bench lab strip dashboard
+.PHONY: install browser run test test-fast lint quality format bench lab strip dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +66,8 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+quality: lint
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .
