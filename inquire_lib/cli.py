@@ -264,6 +264,7 @@ def _base_agent(args) -> int:
     from pathlib import Path
 
     from .profiles import OverrideError, apply_overrides, parse_overrides
+    from .runs.hardware import device_stamp
     from .training import shipped
     from .training.models import model_path
     from .training.sft import base_agent
@@ -299,7 +300,9 @@ def _base_agent(args) -> int:
                 "steps": profile.base_agent_steps,
                 "lr": profile.base_agent_lr,
                 "train_values": profile.train_values,
-                **{k: trained[k] for k in ("torch_threads", "seconds") if k in trained},
+                **{k: trained[k] for k in ("torch_threads", "seconds", "device") if k in trained},
+                # an agent trained before its record named the machine: the exporting machine, named as such
+                **({} if "device" in trained else {"exported_on": device_stamp()}),
                 **{
                     k: getattr(profile, k)
                     for k in ("base_agent_init", "base_agent_tasks", "copy_drill_tasks", "recovery_drill_tasks")

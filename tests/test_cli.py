@@ -15,6 +15,7 @@ from inquire_lib import cli
 from inquire_lib.profiles import apply_overrides
 from inquire_lib.data.benchmark import fingerprint
 from inquire_lib.data.external import SAMPLES_DIR
+from inquire_lib.runs.hardware import cpu_kind
 
 FIXTURES = SAMPLES_DIR
 TASKS = FIXTURES / "tasks_en.sample.jsonl"
@@ -210,13 +211,19 @@ def test_base_agent_command(tmp_path, capsys, monkeypatch):
     assert f"sha256 {manifest['sha256']}" in out and manifest["train_values"] == "procedural"
     assert manifest["command"] == "inquire base-agent --profile smoke --set train_values=procedural --rebuild --export"
     assert "seconds" not in manifest  # the fake agent has no trainer record
+    assert (
+        "device" not in manifest and manifest["exported_on"]["cpu_kind"] == cpu_kind()
+    )  # so the exporter names its own
     # what the trainer recorded (threads, seconds) and the curriculum settings go into the manifest
-    (tmp_path / "cache" / name / "inquire_train.json").write_text(json.dumps({"seconds": 12.5, "torch_threads": 3}))
+    trained_on = {"cpu_kind": "avx2", "cpu_model": "elsewhere", "cpu_flags": ["avx2"]}
+    record = {"seconds": 12.5, "torch_threads": 3, "device": trained_on}
+    (tmp_path / "cache" / name / "inquire_train.json").write_text(json.dumps(record))
     assert (
         cli.main(["base-agent", "--profile", "smoke", "--set", "train_values=procedural", "--rebuild", "--export"]) == 0
     )
     manifest = json.loads((tmp_path / "assets" / name / "manifest.json").read_text())
     assert (manifest["seconds"], manifest["torch_threads"]) == (12.5, 3)
+    assert manifest["device"] == trained_on and "exported_on" not in manifest  # the training machine, not this one
 
     for argv, pattern in [
         (["base-agent", "--profile", "nope"], r"^inquire base-agent: unknown profile 'nope'; choose one of "),

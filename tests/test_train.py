@@ -15,6 +15,7 @@ from inquire_lib.data.benchmark import benchmark
 from inquire_lib.training.grpo import grpo
 from inquire_lib.training.sft import base_agent, sft, training_records
 from inquire_lib.profiles import get_profile
+from inquire_lib.runs.hardware import cpu_kind, device_stamp
 
 pytestmark = pytest.mark.slow
 PROFILE = get_profile("smoke").replace(sft_save_steps=2, torch_threads=1)
@@ -178,6 +179,7 @@ def test_sft_output_is_an_adapter_with_metadata(resumed):
     assert meta["inquiry_share"] == PROFILE.sft_inquiry_share and meta["adapter"] is True
     assert meta["base"] == base_agent(PROFILE) and Path(meta["base"], "config.json").exists()
     assert res.n_examples == meta["n_examples"] > 0
+    assert meta["device"] == device_stamp() and meta["device"]["cpu_kind"] == cpu_kind()  # the machine it trained on
 
 
 def test_grpo_one_step_logs_each_reward(resumed):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from . import devices
 from .models import disable_bnb_cpu_repack
+from ..runs.hardware import device_stamp
 
 # TRL 1.16 reads `model.is_gradient_checkpointing`, which transformers 5.23 deprecated in favour of
 # `is_activation_checkpointing` (a FutureWarning at every train and generation call: 13 blocks in a
@@ -81,7 +82,9 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
         with atomic_dir(final) as tmp:
             trainer.save_model(str(tmp))
             if meta is not None:
-                (tmp / "inquire_train.json").write_text(json.dumps(meta(tmp, seconds), default=str))
+                # the machine trained on beside what it trained: the same code trains other weights on another CPU kind
+                record = {**meta(tmp, seconds), "device": device_stamp()}
+                (tmp / "inquire_train.json").write_text(json.dumps(record, default=str))
             write_marker(tmp)
     else:
         trainer.save_model(str(final))  # collective under ZeRO-3; only the main process writes
