@@ -981,16 +981,21 @@ CPU_BASE_AGENT_CURRICULUM = {
     "base_agent_lr": 5e-4,
 }
 
-# The small base agent's continuation (shipped beside it): 60 more stage-0 steps of its own adapter, on every
-# action step of 2,000 fresh tasks plus the recovery drill, lr 2e-4 (53 min of one core). On the first 400
-# held-out acting steps: all 239/400 -> 277/400 (intervals apart), `type` 17/37 -> 27/37, click 133/198 ->
-# 142/198; online, safe tasks SR 12/40 -> 8/40, intervals overlapping (docs/small.md). `--set` each item to use it.
-SMALL_BASE_AGENT_CURRICULUM = {
-    "base_agent_init": "base-agent-small-s0-v2-procedural",
-    "base_agent_tasks": 2000,
-    "base_agent_steps": 60,
-    "base_agent_lr": 2e-4,
-}
+# The small base agent's continuations: each trains the adapter (LoRA and vision tower) of the one before it 60 more
+# stage-0 steps, lr 2e-4, on the action steps of more fresh tasks than the last plus the recovery drill (25-53 min
+# of one core each). On the first 400 held-out acting steps: 239/400 (the first agent, 150 steps) -> 277 -> 314 ->
+# 336; safe tasks played online (the first 40): 12 -> 8 -> 20 -> see docs/small.md. The first continuation and the
+# last are shipped; one between is rebuilt from the one before it. `--set` each item of
+# `SMALL_BASE_AGENT_CURRICULUM` (the last) to start from it.
+SMALL_BASE_AGENT_CONTINUATIONS = tuple(
+    {"base_agent_init": init, "base_agent_tasks": tasks, "base_agent_steps": 60, "base_agent_lr": 2e-4}
+    for init, tasks in (
+        ("base-agent-small-s0-v2-procedural", 2000),
+        ("base-agent-small-s0-v2-procedural-o31e0c45e9f", 4000),
+        ("base-agent-small-s0-v2-procedural-o3a6037fccf", 6000),
+    )
+)
+SMALL_BASE_AGENT_CURRICULUM = SMALL_BASE_AGENT_CONTINUATIONS[-1]
 
 # the default (`DEFAULT_PROFILE`): the cpu profile's model, data, prompt and base agent (shipped, so nothing is
 # trained for stage 0) with short stages (40 SFT steps of 12 examples, each inquiry step 8 times), a small test

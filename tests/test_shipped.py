@@ -9,7 +9,13 @@ import shutil
 import pytest
 import torch
 
-from inquire_lib.profiles import CPU_BASE_AGENT_CURRICULUM, SMALL_BASE_AGENT_CURRICULUM, apply_overrides, get_profile
+from inquire_lib.profiles import (
+    CPU_BASE_AGENT_CURRICULUM,
+    SMALL_BASE_AGENT_CONTINUATIONS,
+    SMALL_BASE_AGENT_CURRICULUM,
+    apply_overrides,
+    get_profile,
+)
 from inquire_lib.runs.integrity import is_complete
 from inquire_lib.training import models, sft, shipped
 
@@ -295,3 +301,21 @@ def test_the_small_curriculum_ships_its_adapter_beside_the_first(tmp_path):
     merge = lambda adapter, out: sft.merge_adapter(profile, adapter, out, publish=False)
     assert shipped.install(name, models.model_path(profile), dest, merge=merge), "the shipped adapter's hashes differ"
     assert is_complete(dest) and (dest / shipped.ADAPTER / shipped.ADAPTER_WEIGHTS).exists()
+
+
+def test_the_small_continuations_form_one_chain_from_the_first_agent_to_the_shipped_last():
+    """Each continuation starts from the agent the one before it builds, the first from small's own; the
+    curriculum is the last link, and the first and last links are shipped with their recorded settings."""
+    starts = [link["base_agent_init"] for link in SMALL_BASE_AGENT_CONTINUATIONS]
+    built = [sft.base_agent_dir(apply_overrides("small", link)).name for link in SMALL_BASE_AGENT_CONTINUATIONS]
+    assert starts == [sft.base_agent_dir(get_profile("small")).name, *built[:-1]]
+    assert SMALL_BASE_AGENT_CURRICULUM == SMALL_BASE_AGENT_CONTINUATIONS[-1] and len(set(built)) == len(built)
+    tasks = [link["base_agent_tasks"] for link in SMALL_BASE_AGENT_CONTINUATIONS]
+    assert tasks == sorted(set(tasks))  # each link draws from more fresh tasks than the one before
+    for link, name in [(SMALL_BASE_AGENT_CONTINUATIONS[0], built[0]), (SMALL_BASE_AGENT_CONTINUATIONS[-1], built[-1])]:
+        manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
+        assert manifest["name"] == name and manifest["kind"] == "adapter"
+        assert {k: manifest[k] for k in ("base_agent_init", "base_agent_tasks")} == {
+            k: link[k] for k in ("base_agent_init", "base_agent_tasks")
+        }
+        assert (manifest["steps"], manifest["lr"]) == (link["base_agent_steps"], link["base_agent_lr"])
