@@ -984,8 +984,8 @@ CPU_BASE_AGENT_CURRICULUM = {
 # The small base agent's continuations: each trains the adapter (LoRA and vision tower) of the one before it 60 more
 # stage-0 steps, lr 2e-4, on the action steps of more fresh tasks than the last plus the recovery drill (25-53 min
 # of one core each). On the first 400 held-out acting steps: 239/400 (the first agent, 150 steps) -> 277 -> 314 ->
-# 336; safe tasks played online (the first 40): 12 -> 8 -> 20 -> 22 (docs/small.md). The first continuation and the
-# last are shipped; one between is rebuilt from the one before it. `--set` each item of
+# 336 -> 356; safe tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> not yet played (docs/small.md). The
+# first, third and last continuations are shipped; the second is rebuilt from the first. `--set` each item of
 # `SMALL_BASE_AGENT_CURRICULUM` (the last) to start from it.
 SMALL_BASE_AGENT_CONTINUATIONS = tuple(
     {"base_agent_init": init, "base_agent_tasks": tasks, "base_agent_steps": 60, "base_agent_lr": 2e-4}
@@ -993,6 +993,7 @@ SMALL_BASE_AGENT_CONTINUATIONS = tuple(
         ("base-agent-small-s0-v2-procedural", 2000),
         ("base-agent-small-s0-v2-procedural-o31e0c45e9f", 4000),
         ("base-agent-small-s0-v2-procedural-o3a6037fccf", 6000),
+        ("base-agent-small-s0-v2-procedural-o3bdc5f36c4", 8000),
     )
 )
 SMALL_BASE_AGENT_CURRICULUM = SMALL_BASE_AGENT_CONTINUATIONS[-1]
