@@ -984,7 +984,7 @@ CPU_BASE_AGENT_CURRICULUM = {
 # The small base agent's continuations: each trains the adapter (LoRA and vision tower) of the one before it 60 more
 # stage-0 steps, lr 2e-4, on the action steps of more fresh tasks than the last plus the recovery drill (25-53 min
 # of one core each). On the first 400 held-out acting steps: 239/400 (the first agent, 150 steps) -> 277 -> 314 ->
-# 336 -> 356; safe tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> not yet played (docs/small.md). The
+# 336 -> 356; safe tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> 30 (docs/small.md). The
 # first, third and last continuations are shipped; the second is rebuilt from the first. `--set` each item of
 # `SMALL_BASE_AGENT_CURRICULUM` (the last) to start from it.
 SMALL_BASE_AGENT_CONTINUATIONS = tuple(
