@@ -83,11 +83,6 @@ def asker_outputs(raw: list[str], scores: list[float], threshold: float, profile
     return [ask if s < threshold else text for text, s in zip(raw, scores)]
 
 
-def acted_asks(raw: list[str], profile) -> list[bool]:
-    """Which acting completions ask all the same."""
-    return asks(raw, profile)
-
-
 # ------------------------------------------------------------------------ on a checkpoint
 class AnswerLogProbs:
     """A `LogitsProcessor` that records each generated token of every sequence with its log-probability
@@ -168,7 +163,7 @@ def confidence_operating_curve(
     """The confidence asker's curve of one checkpoint on `records` (see `confidence_curve`)."""
     scores, raw = confidence_scores(model, processor, records, profile, progress=progress)
     labels = [bool(r["inquiry_required"]) for r in records]
-    return confidence_curve(scores, labels, acted_asks(raw, profile), n_boot=n_boot, seed=seed)
+    return confidence_curve(scores, labels, asks(raw, profile), n_boot=n_boot, seed=seed)
 
 
 def confidence_policy(model, processor, profile, threshold: float, batch_size: int | None = None):

@@ -86,11 +86,12 @@ def pooled_effect(starts: list[dict], trained: list[dict], rate: str = "inquiry_
     return {"rate": rate, "interval": INTERVAL, "by_cpu_kind": out}
 
 
-def change_text(effect: dict) -> str:
-    """A difference in points with its interval, "+22.5 (+15.2 to +29.0)"; "n/a" without one."""
+def change_text(effect: dict, unit: str = "") -> str:
+    """A difference in points with its interval, "+22.5 (+15.2 to +29.0)" (`unit` " points": "+22.5 points
+    (+15.2 to +29.0)"); "n/a" without one."""
     if effect.get("diff") is None:
         return "n/a"
-    return f"{100 * effect['diff']:+.1f} ({100 * effect['lo']:+.1f} to {100 * effect['hi']:+.1f})"
+    return f"{100 * effect['diff']:+.1f}{unit} ({100 * effect['lo']:+.1f} to {100 * effect['hi']:+.1f})"
 
 
 # the step rates a GRPO stage's effect is stated on: does it ask more where it must, less where it need not,

@@ -8,14 +8,13 @@ from ..data.benchmark import held_out_tasks, test_records, validation_records
 from ..evaluation import episodes
 from ..evaluation.asking import compare_curves, task_row, verdict
 from ..evaluation.confidence import (
-    acted_asks,
     confidence_curve,
     confidence_points,
     confidence_policy,
     confidence_scores,
 )
 from ..evaluation.metrics import asking_errors
-from ..evaluation.operating_curve import ask_margins, choose_point, curve_points, learned_policy, operating_curve
+from ..evaluation.operating_curve import ask_margins, asks, choose_point, curve_points, learned_policy, operating_curve
 from ..profiles import Profile
 from ..training.checkpoints import available_checkpoints, checkpoint_path
 from ..training.models import loaded
@@ -86,7 +85,7 @@ def compare_asking(
 
 def _scored(model, processor, records: list[dict], profile: Profile) -> tuple[list[float], list[bool], list[bool]]:
     scores, raw = confidence_scores(model, processor, records, profile)
-    return scores, [bool(r["inquiry_required"]) for r in records], acted_asks(raw, profile)
+    return scores, [bool(r["inquiry_required"]) for r in records], asks(raw, profile)
 
 
 def compare_agents(profile: Profile, names=AGENTS, out_root=None, n_boot: int = 1000) -> dict[str, dict]:

@@ -235,7 +235,7 @@ def _nb03(body: dict, run: Path, s: dict) -> str:
             if e.get("diff") is not None:
                 shows.append(
                     f"{stage}, seeds pooled ({_count(len(e['runs']['trained']), 'run')}, {kind}): step ISR changes by "
-                    f"{change_text(e).replace(' (', ' points (', 1)}, "
+                    f"{change_text(e, unit=' points')}, "
                     + ("an interval that excludes 0." if e["excludes_zero"] else "an interval that holds 0.")
                 )
     n_isr = next((o[b]["inquiry_recall"].get("n") for _, b in pairs if o[b].get("inquiry_recall")), None)
