@@ -308,6 +308,7 @@ def _base_agent(args) -> int:
                     for k in ("base_agent_init", "base_agent_tasks", "copy_drill_tasks", "recovery_drill_tasks")
                     if getattr(profile, k)
                 },
+                **({"open_oversample": profile.open_oversample} if profile.open_oversample != 1 else {}),
             },
         )
         print(f"exported {m['bytes']} bytes, sha256 {m['sha256']} to {shipped.SHIPPED_ROOT / m['name']}")

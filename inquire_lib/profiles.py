@@ -352,6 +352,16 @@ class Profile:
             "affects": ("data", "base_agent"),
         },
     )
+    # The app is one decision a task, about a fifth of stage 0's rows. The small agent's wrong apps are stable pairs
+    # (a cart -> Wallet, a permission or a reset -> the app it names instead of Settings; docs/small.md), which
+    # more of the same mix teaches slowly (2-8 of 83 held-out `open` steps a 60-step link)
+    open_oversample: int = field(
+        default=1,
+        metadata={
+            "help": "repeats of each `open` step (the app choice) in stage 0's data of fresh tasks (1: as played)",
+            "affects": ("base_agent",),
+        },
+    )
     # with one, a policy that learned Back still ends the task on its second detour (33 of 39 detoured safe tasks)
     recovery_drill_slips: int = field(
         default=1,

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from inquire_lib.data.benchmark import COPY_DRILL_FIRST, benchmark, copy_drill, task_at
-from inquire_lib.profiles import get_profile
+from inquire_lib.profiles import apply_overrides, get_profile
 
 
 def test_the_drill_holds_only_value_copying_steps_of_fresh_tasks():
@@ -68,6 +70,24 @@ def test_stage0_fresh_tasks_hold_every_action_step_of_tasks_no_other_stage_reads
     records = stage0_records(prof)
     assert list(records["id"]) == expected
     assert "base_agent_tasks" in BASE_AGENT_FIELDS
+
+
+def test_open_oversample_repeats_each_app_choice_of_stage0_and_nothing_else():
+    from inquire_lib.training.sft import BASE_AGENT_FIELDS, base_agent_dir, stage0_records
+
+    prof = get_profile("cpu").replace(base_agent_tasks=12)
+    plain = stage0_records(prof)
+    tripled = stage0_records(prof.replace(open_oversample=3))
+    actions = [json.loads(a)["action"] for a in plain["gold_action"]]
+    opens = [i for i, a in zip(plain["id"], actions) if a == "open"]
+    assert len(opens) == 12  # one app a task
+    assert len(tripled) == len(plain) + 2 * len(opens)
+    assert list(tripled["id"])[: len(plain)] == list(plain["id"])
+    assert sorted(list(tripled["id"])[len(plain) :]) == sorted(opens * 2)
+    assert "open_oversample" in BASE_AGENT_FIELDS
+    assert base_agent_dir(apply_overrides("small", {"open_oversample": 3})) != base_agent_dir(get_profile("small"))
+    with pytest.raises(ValueError, match="open_oversample"):
+        stage0_records(prof.replace(open_oversample=0))
 
 
 def test_sft_fresh_tasks_hold_every_step_of_tasks_after_stage0s_and_dagger_rolls_out_the_next():

@@ -46,6 +46,7 @@ BASE_AGENT = {
     "base_agent_init",
     "recovery_drill_tasks",
     "recovery_drill_slips",
+    "open_oversample",
     "copy_warmup_steps",
     "copy_warmup_gap",
     "copy_warmup_lr",
@@ -97,7 +98,7 @@ def test_a_field_without_metadata_is_reported():
 
 def test_the_derived_lists_hold_what_the_hand_kept_ones_held():
     assert (
-        set(sft.BASE_AGENT_FIELDS) == BASE_AGENT and len(sft.BASE_AGENT_FIELDS) == 31
+        set(sft.BASE_AGENT_FIELDS) == BASE_AGENT and len(sft.BASE_AGENT_FIELDS) == 32
     )  # train_tasks + test_tasks: benchmark_tasks
     assert set(readback.EVAL_SETTINGS) == EVAL and len(readback.EVAL_SETTINGS) == 18
     assert set(mistakes._PLAY_FIELDS) == EVAL | {"train_values", "grpo_mistake_tasks", "grpo_mistake_outcomes"}

@@ -101,7 +101,7 @@ def stage0_records(profile: Profile) -> datasets.Dataset:
     from ..data.benchmark import copy_drill, recovery_drill, stage0_tasks
 
     steps = stage0_tasks(profile) if profile.base_agent_tasks > 0 else benchmark(profile)["train"]
-    parts = [training_records(steps, profile, 0.0, 1)]
+    parts = [_with_repeated_opens(training_records(steps, profile, 0.0, 1), profile.open_oversample)]
     if profile.copy_drill_tasks > 0:
         parts.append(training_records(copy_drill(profile), profile, 0.0, 1))
     if profile.recovery_drill_tasks > 0:
@@ -110,6 +110,17 @@ def stage0_records(profile: Profile) -> datasets.Dataset:
     if profile.copy_mix_share > 0:
         records = _with_copy_mix(records, profile)
     return records
+
+
+def _with_repeated_opens(records: datasets.Dataset, times: int) -> datasets.Dataset:
+    """`records` with each `open` step (the app choice) `times` times: the originals in order, then the
+    repeats (the trainer's sampler shuffles)."""
+    if times < 1:
+        raise ValueError(f"open_oversample must be at least 1, got {times}")
+    if times == 1:
+        return records
+    opens = [i for i, a in enumerate(records["gold_action"]) if json.loads(a).get("action") == "open"]
+    return records.select(list(range(len(records))) + opens * (times - 1))
 
 
 def _with_copy_mix(records: datasets.Dataset, profile: Profile) -> datasets.Dataset:
