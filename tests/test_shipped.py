@@ -319,3 +319,5 @@ def test_the_small_continuations_form_one_chain_from_the_first_agent_to_the_ship
             k: link[k] for k in ("base_agent_init", "base_agent_tasks")
         }
         assert (manifest["steps"], manifest["lr"]) == (link["base_agent_steps"], link["base_agent_lr"])
+        assert manifest.get("open_oversample", 1) == link.get("open_oversample", 1)
+    assert SMALL_BASE_AGENT_CURRICULUM["open_oversample"] == 3  # the shipped last link repeats each app choice
