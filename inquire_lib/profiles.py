@@ -993,10 +993,11 @@ CPU_BASE_AGENT_CURRICULUM = {
 
 # The small base agent's continuations: each trains the adapter (LoRA and vision tower) of the one before it 60 more
 # stage-0 steps, lr 2e-4, on the action steps of more fresh tasks than the last plus the recovery drill (13-37 min
-# of 2 cores each); the fifth repeats each app choice 3 times (`open_oversample`). On the first 400 held-out acting
-# steps: 239/400 (the first agent, 150 steps) -> 277 -> 314 -> 336 -> 356 -> 366; safe tasks played online (the
-# first 40): 12 -> 8 -> 20 -> 22 -> 30 -> 31 (docs/small.md). The first, third, fourth and fifth are shipped; the
-# second is rebuilt from the first. `--set` each item of `SMALL_BASE_AGENT_CURRICULUM` (the last) to start from it.
+# of 2 cores each); the fifth repeats each app choice 3 times (`open_oversample`; its control without: 361/400). On
+# the first 400 held-out acting steps: 239/400 (the first agent, 150 steps) -> 277 -> 314 -> 336 -> 356 -> 366; safe
+# tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> 30 -> 31 (docs/small.md). The first, third, fourth and
+# fifth are shipped; the second is rebuilt from the first. `--set` each item of `SMALL_BASE_AGENT_CURRICULUM` (the
+# last) to start from it.
 SMALL_BASE_AGENT_CONTINUATIONS = tuple(
     {"base_agent_init": init, "base_agent_tasks": tasks, "base_agent_steps": 60, "base_agent_lr": 2e-4, **more}
     for init, tasks, more in (
