@@ -258,12 +258,16 @@ def _train(args) -> int:
     return 0
 
 
+# the stage-0 fields a shipped agent's manifest records beside its steps and learning rate
+STAGE0_RECORDED = ("base_agent_init", "base_agent_tasks", "copy_drill_tasks", "recovery_drill_tasks", "open_oversample")
+
+
 def _base_agent(args) -> int:
     """Stage 0 alone: the shipped copy when its hashes match, else trained (`--rebuild`: trained here
     in any case); `--export` writes it to assets/base_agents/ with its manifest."""
     from pathlib import Path
 
-    from .profiles import OverrideError, apply_overrides, parse_overrides
+    from .profiles import OverrideError, apply_overrides, explain, parse_overrides
     from .runs.hardware import device_stamp
     from .training import shipped
     from .training.models import model_path
@@ -303,12 +307,12 @@ def _base_agent(args) -> int:
                 **{k: trained[k] for k in ("torch_threads", "seconds", "device") if k in trained},
                 # an agent trained before its record named the machine: the exporting machine, named as such
                 **({} if "device" in trained else {"exported_on": device_stamp()}),
+                # what stage 0 started from and read, where the profile or an override set it
                 **{
-                    k: getattr(profile, k)
-                    for k in ("base_agent_init", "base_agent_tasks", "copy_drill_tasks", "recovery_drill_tasks")
-                    if getattr(profile, k)
+                    row["field"]: row["value"]
+                    for row in explain(profile)
+                    if row["field"] in STAGE0_RECORDED and row["source"] != "default"
                 },
-                **({"open_oversample": profile.open_oversample} if profile.open_oversample != 1 else {}),
             },
         )
         print(f"exported {m['bytes']} bytes, sha256 {m['sha256']} to {shipped.SHIPPED_ROOT / m['name']}")

@@ -224,6 +224,20 @@ def test_base_agent_command(tmp_path, capsys, monkeypatch):
     manifest = json.loads((tmp_path / "assets" / name / "manifest.json").read_text())
     assert (manifest["seconds"], manifest["torch_threads"]) == (12.5, 3)
     assert manifest["device"] == trained_on and "exported_on" not in manifest  # the training machine, not this one
+    assert not set(cli.STAGE0_RECORDED) & set(manifest)  # smoke leaves stage 0's data and start at their defaults
+    sets = ["--set", "train_values=procedural", "--set", "base_agent_tasks=5", "--set", "open_oversample=3"]
+    assert cli.main(["base-agent", "--profile", "smoke", *sets, "--rebuild", "--export"]) == 0
+    name = sft.base_agent_dir(
+        apply_overrides("smoke", {"train_values": "procedural", "base_agent_tasks": 5, "open_oversample": 3})
+    ).name
+    manifest = json.loads((tmp_path / "assets" / name / "manifest.json").read_text())
+    assert {k: manifest.get(k) for k in cli.STAGE0_RECORDED} == {
+        "base_agent_init": None,
+        "base_agent_tasks": 5,
+        "copy_drill_tasks": None,
+        "recovery_drill_tasks": None,
+        "open_oversample": 3,
+    }
 
     for argv, pattern in [
         (["base-agent", "--profile", "nope"], r"^inquire base-agent: unknown profile 'nope'; choose one of "),

@@ -58,9 +58,7 @@ def training_records(
             lambda req, rid: not req or _keep(rid, inquiry_share, profile.seed),
             input_columns=["inquiry_required", "id"],
         )
-    if oversample > 1:
-        required = [i for i, req in enumerate(ds["inquiry_required"]) if req]
-        ds = ds.select(list(range(len(ds))) + required * (oversample - 1))
+    ds = _with_repeats(ds, [i for i, req in enumerate(ds["inquiry_required"]) if req], oversample)
     raw = datasets.Image(decode=False)
     ds = ds.cast_column("screenshot", raw).cast_column("prev_screenshot", raw)
     frame = frame_for(profile)
@@ -112,15 +110,18 @@ def stage0_records(profile: Profile) -> datasets.Dataset:
     return records
 
 
+def _with_repeats(ds: datasets.Dataset, rows: list[int], times: int) -> datasets.Dataset:
+    """`ds` with each of `rows` `times` times: the originals in order, then the repeats (the trainer's
+    sampler shuffles)."""
+    return ds if times <= 1 else ds.select(list(range(len(ds))) + rows * (times - 1))
+
+
 def _with_repeated_opens(records: datasets.Dataset, times: int) -> datasets.Dataset:
-    """`records` with each `open` step (the app choice) `times` times: the originals in order, then the
-    repeats (the trainer's sampler shuffles)."""
+    """`records` with each `open` step (the app choice) `times` times."""
     if times < 1:
         raise ValueError(f"open_oversample must be at least 1, got {times}")
-    if times == 1:
-        return records
-    opens = [i for i, a in enumerate(records["gold_action"]) if json.loads(a).get("action") == "open"]
-    return records.select(list(range(len(records))) + opens * (times - 1))
+    opens = [] if times == 1 else [i for i, a in enumerate(records["gold_action"]) if json.loads(a)["action"] == "open"]
+    return _with_repeats(records, opens, times)
 
 
 def _with_copy_mix(records: datasets.Dataset, profile: Profile) -> datasets.Dataset:
