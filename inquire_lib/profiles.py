@@ -992,12 +992,12 @@ CPU_BASE_AGENT_CURRICULUM = {
 }
 
 # The small base agent's continuations: each trains the adapter (LoRA and vision tower) of the one before it 60 more
-# stage-0 steps, lr 2e-4, on the action steps of more fresh tasks than the last plus the recovery drill (13-37 min
-# of 2 cores each); the fifth repeats each app choice 3 times (`open_oversample`; its control without: 361/400). On
-# the first 400 held-out acting steps: 239/400 (the first agent, 150 steps) -> 277 -> 314 -> 336 -> 356 -> 366; safe
-# tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> 30 -> 31 (docs/small.md). The first, third, fourth and
-# fifth are shipped; the second is rebuilt from the first. `--set` each item of `SMALL_BASE_AGENT_CURRICULUM` (the
-# last) to start from it.
+# stage-0 steps (the sixth: 150), lr 2e-4, on the action steps of more fresh tasks than the last plus the recovery
+# drill (13-46 min of 2 cores each); the fifth and sixth repeat each app choice 3 times (`open_oversample`; the
+# fifth's control without: 361/400). On the first 400 held-out acting steps: 239/400 (the first agent, 150 steps)
+# -> 277 -> 314 -> 336 -> 356 -> 366 -> 379; safe tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> 30 -> 31
+# (docs/small.md). All but the second are shipped (it is rebuilt from the first). `--set` each item of
+# `SMALL_BASE_AGENT_CURRICULUM` (the last) to start from it.
 SMALL_BASE_AGENT_CONTINUATIONS = tuple(
     {"base_agent_init": init, "base_agent_tasks": tasks, "base_agent_steps": 60, "base_agent_lr": 2e-4, **more}
     for init, tasks, more in (
@@ -1006,6 +1006,7 @@ SMALL_BASE_AGENT_CONTINUATIONS = tuple(
         ("base-agent-small-s0-v2-procedural-o3a6037fccf", 6000, {}),
         ("base-agent-small-s0-v2-procedural-o3bdc5f36c4", 8000, {}),
         ("base-agent-small-s0-v2-procedural-o377d1c3ad6", 10000, {"open_oversample": 3}),
+        ("base-agent-small-s0-v2-procedural-obadb11b85d", 12000, {"open_oversample": 3, "base_agent_steps": 150}),
     )
 )
 SMALL_BASE_AGENT_CURRICULUM = SMALL_BASE_AGENT_CONTINUATIONS[-1]
