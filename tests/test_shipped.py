@@ -296,9 +296,13 @@ def test_the_small_curriculum_ships_its_adapter_beside_the_first(tmp_path):
     assert {k: manifest[k] for k in ("base_agent_init", "base_agent_tasks")} == {
         k: SMALL_BASE_AGENT_CURRICULUM[k] for k in ("base_agent_init", "base_agent_tasks")
     }
-    assert (manifest["steps"], manifest["lr"]) == (150, 2e-4) == (
-        SMALL_BASE_AGENT_CURRICULUM["base_agent_steps"],
-        SMALL_BASE_AGENT_CURRICULUM["base_agent_lr"],
+    assert (
+        (manifest["steps"], manifest["lr"])
+        == (150, 2e-4)
+        == (
+            SMALL_BASE_AGENT_CURRICULUM["base_agent_steps"],
+            SMALL_BASE_AGENT_CURRICULUM["base_agent_lr"],
+        )
     )
     dest = tmp_path / name
     merge = lambda adapter, out: sft.merge_adapter(profile, adapter, out, publish=False)
