@@ -10,11 +10,17 @@ same process, one after the other:
   (batches of similar length), `--batch` at a time.
 Reports steps/s of each, their ratio, how many answers are identical and how many parse, and the
 CPU kind (the ratio depends on it: bf16 is native with AVX-512 BF16 or AMX and emulated elsewhere).
+Also where ours spends its time: the same batches with one new token (prefill) against the whole answer.
+
+`--engine int8` measures a candidate instead of ours: the language model's linear layers quantised to int8
+(`torch.ao.quantization.quantize_dynamic`: per-channel weights, activations scaled per tensor at run time,
+VNNI kernels), the same batching. It is measured, not used: evaluation adopts an engine only when its
+answers are those of fp32.
 
     python benchmarks/eval_throughput.py [--profile small] [--steps 64] [--checkpoint PATH] [--threads 1]
 
-Writes benchmarks/results/eval_throughput.<machine>.json, the machine named by its CPU's vendor and line
-and its kind (`machine_tag`): the same code measures differently on each, so each keeps its own result.
+Writes benchmarks/results/eval_throughput.<machine>[.<engine>].json, the machine named by its CPU's vendor
+and line and its kind (`machine_tag`): the same code measures differently on each, so each keeps its own result.
 """
 
 from __future__ import annotations
@@ -65,6 +71,19 @@ def naive_generate(model, processor, records, profile, batch: int) -> list[str]:
     return outs
 
 
+def int8_dynamic(model):
+    """The model with its language model's linear layers (not the vision tower's) as dynamic int8 ones."""
+    import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    spec = {
+        name: per_channel_dynamic_qconfig
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and "visual" not in name
+    }
+    return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=False), len(spec)
+
+
 def timed(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -79,6 +98,7 @@ def run(
     batch: int | None,
     naive_batch: int | None,
     overrides=(),
+    engine: str = "ours",
 ) -> dict:
     import torch
 
@@ -96,8 +116,12 @@ def run(
     naive, naive_s = timed(partial(naive_generate, model, processor, records, profile, naive_batch))
     model = processor = None  # freed before ours loads
     with loaded(profile, checkpoint) as m:
-        ours, ours_s = timed(lambda: generate(m.model, m.processor, records, profile, batch_size=batch, progress=False))
-        dtype = str(next(m.model.parameters()).dtype)
+        model, quantised = (m.model, 0) if engine == "ours" else int8_dynamic(m.model)
+        decode = partial(generate, model, m.processor, records, profile, batch_size=batch, progress=False)
+        ours, ours_s = timed(decode)
+        _, prefill_s = timed(partial(decode, max_new_tokens=1))
+        dtype = "int8 (dynamic)" if quantised else str(next(m.model.parameters()).dtype)
+        lengths = [len(m.processor.tokenizer(o)["input_ids"]) for o in ours]
     parses = lambda outs: sum(parse_completion(o).action is not None for o in outs)  # noqa: E731
     result = {
         "benchmark": "eval_throughput",
@@ -119,7 +143,12 @@ def run(
             "steps_per_s": round(len(records) / ours_s, 4),
             "batch": batch,
             "dtype": dtype,
+            "engine": engine,
+            "quantised_linear_layers": quantised,
             "parsed": parses(ours),
+            "prefill_seconds": round(prefill_s, 2),
+            "decode_share": round(1 - prefill_s / ours_s, 3),
+            "answer_tokens_mean": round(sum(lengths) / len(lengths), 1),
         },
         "ratio": round(naive_s / ours_s, 3),
         "required_ratio": REQUIRED_RATIO,
@@ -127,7 +156,8 @@ def run(
     }
     print(
         f"naive {result['naive']['steps_per_s']} steps/s, ours {result['ours']['steps_per_s']} steps/s: "
-        f"x{result['ratio']} on {result['cpu_kind']}; {result['identical_answers']}/{len(records)} identical"
+        f"x{result['ratio']} on {result['cpu_kind']}; {result['identical_answers']}/{len(records)} identical; "
+        f"decode {result['ours']['decode_share']:.0%} of ours"
     )
     return result
 
@@ -140,7 +170,15 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 leaves a core to others)")
     ap.add_argument("--batch", type=int, default=None, help="ours: records a batch (default: eval_batch)")
     ap.add_argument("--naive-batch", type=int, default=None, help="naive: records a batch (default: eval_batch)")
-    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument(
+        "--engine",
+        choices=("ours", "int8"),
+        default="ours",
+        help="what is measured against naive: evaluation as it runs, or the dynamic int8 candidate",
+    )
+    ap.add_argument(
+        "--out", default=None, help="the result file (default: results/eval_throughput.<machine>[.int8].json)"
+    )
     ap.add_argument(
         "--set",
         action="append",
@@ -152,8 +190,18 @@ def main() -> None:
     args = ap.parse_args()
     from inquire_lib.profiles import get_profile
 
-    result = run(args.profile, args.steps, args.checkpoint, args.threads, args.batch, args.naive_batch, args.overrides)
-    finish(result, get_profile(args.profile), None if args.out == "-" else __import__("pathlib").Path(args.out))
+    result = run(
+        args.profile,
+        args.steps,
+        args.checkpoint,
+        args.threads,
+        args.batch,
+        args.naive_batch,
+        args.overrides,
+        args.engine,
+    )
+    out = args.out or str(OUT if args.engine == "ours" else OUT.with_suffix(f".{args.engine}.json"))
+    finish(result, get_profile(args.profile), None if out == "-" else __import__("pathlib").Path(out))
 
 
 if __name__ == "__main__":
