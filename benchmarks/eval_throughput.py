@@ -72,7 +72,8 @@ def naive_generate(model, processor, records, profile, batch: int) -> list[str]:
 
 
 def int8_dynamic(model):
-    """The model with its language model's linear layers (not the vision tower's) as dynamic int8 ones."""
+    """The model with its language model's linear layers (not the vision tower's) swapped in place for
+    dynamic int8 ones (in place: the fp32 model is not needed after, and a copy would double the memory)."""
     import torch
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
@@ -81,7 +82,7 @@ def int8_dynamic(model):
         for name, module in model.named_modules()
         if isinstance(module, torch.nn.Linear) and "visual" not in name
     }
-    return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=False), len(spec)
+    return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True), len(spec)
 
 
 def timed(fn):

@@ -996,9 +996,8 @@ CPU_BASE_AGENT_CURRICULUM = {
 # drill (13-46 min of 2 cores each); the fifth and sixth repeat each app choice 3 times (`open_oversample`; the
 # fifth's control without: 361/400). On the first 400 held-out acting steps: 239/400 (the first agent, 150 steps)
 # -> 277 -> 314 -> 336 -> 356 -> 366 -> 379; safe tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> 30 -> 31
-# -> 36 (the sixth on all 80 safe held-out tasks: 73)
-# (docs/small.md). All but the second are shipped (it is rebuilt from the first). `--set` each item of
-# `SMALL_BASE_AGENT_CURRICULUM` (the last) to start from it.
+# -> 36, and the sixth 73 of all 80 (docs/small.md). All but the second are shipped (it is rebuilt from the first).
+# `--set` each item of `SMALL_BASE_AGENT_CURRICULUM` (the last) to start from it.
 SMALL_BASE_AGENT_CONTINUATIONS = tuple(
     {"base_agent_init": init, "base_agent_tasks": tasks, "base_agent_steps": 60, "base_agent_lr": 2e-4, **more}
     for init, tasks, more in (

@@ -120,7 +120,9 @@ def _with_repeated_opens(records: datasets.Dataset, times: int) -> datasets.Data
     """`records` with each `open` step (the app choice) `times` times."""
     if times < 1:
         raise ValueError(f"open_oversample must be at least 1, got {times}")
-    opens = [] if times == 1 else [i for i, a in enumerate(records["gold_action"]) if json.loads(a)["action"] == "open"]
+    if times == 1:  # the default: no pass over the column
+        return records
+    opens = [i for i, a in enumerate(records["gold_action"]) if json.loads(a)["action"] == "open"]
     return _with_repeats(records, opens, times)
 
 
