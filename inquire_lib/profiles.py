@@ -814,6 +814,17 @@ class Profile:
             "affects": ("run",),
         },
     )
+    # A profile whose default start is a continued base agent (small: the last of its shipped continuations) sets
+    # stage 0's fields to that agent's and records them here, so the agent keeps the folder name it was trained and
+    # shipped under (`training.sft.base_agent_dir` names a folder by the stage-0 settings set on top of the profile)
+    base_agent_preset: tuple = field(
+        default=(),
+        metadata={
+            "help": "stage-0 settings the profile itself sets, sorted (key, value) pairs, named in the base agent's "
+            "folder like overrides of the same fields; part of the profile, never overridden",
+            "affects": ("base_agent",),
+        },
+    )
     # set by `apply_overrides` only, so an internal `replace` (ablation variants) keeps sharing the run's base agent
     overrides: tuple = field(
         default=(),
@@ -997,7 +1008,7 @@ CPU_BASE_AGENT_CURRICULUM = {
 # fifth's control without: 361/400). On the first 400 held-out acting steps: 239/400 (the first agent, 150 steps)
 # -> 277 -> 314 -> 336 -> 356 -> 366 -> 379; safe tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> 30 -> 31
 # -> 36, and the sixth 73 of all 80 (docs/small.md). All but the second are shipped (it is rebuilt from the first).
-# `--set` each item of `SMALL_BASE_AGENT_CURRICULUM` (the last) to start from it.
+# The small profile starts from the last (`SMALL_BASE_AGENT_CURRICULUM`); the links are `--set` on `small_first()`.
 SMALL_BASE_AGENT_CONTINUATIONS = tuple(
     {"base_agent_init": init, "base_agent_tasks": tasks, "base_agent_steps": 60, "base_agent_lr": 2e-4, **more}
     for init, tasks, more in (
@@ -1010,6 +1021,14 @@ SMALL_BASE_AGENT_CONTINUATIONS = tuple(
     )
 )
 SMALL_BASE_AGENT_CURRICULUM = SMALL_BASE_AGENT_CONTINUATIONS[-1]
+# the first small agent's stage 0 (a new adapter on the graft, on the action steps of 600 tasks): the first link's start
+SMALL_FIRST_AGENT = {
+    "base_agent_init": "",
+    "base_agent_tasks": 600,
+    "base_agent_steps": 150,
+    "base_agent_lr": 3e-4,
+    "open_oversample": 1,
+}
 
 # the default (`DEFAULT_PROFILE`): the cpu profile's model, data, prompt and base agent (shipped, so nothing is
 # trained for stage 0) with short stages (40 SFT steps of 12 examples, each inquiry step 8 times), a small test
@@ -1049,7 +1068,8 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
 # model of the same Qwen2.5-VL class (`training.pretrained`): a model that reads, on the cpu profile's data and
 # prompt with the element centres listed, trained with LoRA (bf16 autocast where the CPU has it). Stage 0 trains
 # the adapter and a new vision tower on every action step of fresh tasks plus the recovery drill; it is shipped
-# as that adapter (`training.shipped`). Later stages put a fresh adapter on the merged base agent.
+# as that adapter (`training.shipped`). Later stages put a fresh adapter on the merged base agent, by default the
+# curriculum's (`SMALL_BASE_AGENT_CURRICULUM`, 0.91 of the held-out safe tasks against the first agent's 0.30).
 PROFILES["small"] = PROFILES["cpu"].replace(
     name="small",
     model="smollm2:135m",
@@ -1058,13 +1078,11 @@ PROFILES["small"] = PROFILES["cpu"].replace(
     lora_alpha=32,
     a11y_coords=True,
     load_in_4bit=False,
-    torch_threads=1,
+    torch_threads=2,
     base_agent_threads=1,
     sft_batch=8,
-    base_agent_steps=150,
-    base_agent_lr=3e-4,
+    **SMALL_FIRST_AGENT,
     eval_bf16=True,
-    base_agent_tasks=600,
     recovery_drill_tasks=200,
     sft_steps=60,
     sft_lr=2e-4,
@@ -1088,6 +1106,16 @@ PROFILES["small"] = PROFILES["cpu"].replace(
     grpo_seeds=1,
     parallel_runs=1,
 )
+PROFILES["small"] = PROFILES["small"].replace(
+    **SMALL_BASE_AGENT_CURRICULUM, base_agent_preset=tuple(sorted(SMALL_BASE_AGENT_CURRICULUM.items()))
+)
+
+
+def small_first() -> Profile:
+    """The small profile as its first base agent defined it (no preset): the profile the continuations' links
+    are `--set` on, each naming the folder it was shipped under."""
+    return PROFILES["small"].replace(base_agent_preset=(), **SMALL_FIRST_AGENT)
+
 
 # what `make run`, `inquire run` and every notebook's parameters cell use when no profile is named
 DEFAULT_PROFILE = "quick"
@@ -1193,8 +1221,9 @@ def explain(profile: Profile) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ overrides
-# Fields an override may not touch: the name picks the profile, `overrides` records the others.
-_FIXED = ("name", "overrides")
+# Fields an override may not touch: the name picks the profile, `overrides` records the others, and a preset is how
+# the profile itself is defined.
+_FIXED = ("name", "overrides", "base_agent_preset")
 # str fields that take one of a few words
 CHOICES: dict[str, tuple[str, ...]] = {
     "train_values": TRAIN_VALUES,

@@ -89,8 +89,10 @@ def test_python_values_are_checked_as_strictly():
             check_overrides(bad)
     with pytest.raises(OverrideError, match="must be a dict"):
         check_overrides([("grpo_lr", 1e-4)])
-    assert "name" not in overridable_fields() and "overrides" not in overridable_fields()
-    assert len(overridable_fields()) == len(get_profile("cpu").to_dict()) - 2
+    assert not {"name", "overrides", "base_agent_preset"} & set(overridable_fields())
+    assert len(overridable_fields()) == len(get_profile("cpu").to_dict()) - 3
+    with pytest.raises(OverrideError, match="unknown profile field 'base_agent_preset'"):
+        check_overrides({"base_agent_preset": []})
 
 
 def test_apply_overrides_records_them_and_keeps_the_rest():
@@ -149,6 +151,25 @@ def test_base_agent_is_shared_unless_an_override_shapes_it(monkeypatch, tmp_path
     assert base_agent_dir(apply_overrides("smoke", {"base_agent_steps": 9})) != shaped
     # an ablation variant made by replace() keeps the run's base agent
     assert base_agent_dir(get_profile("smoke").replace(use_a11y=False)) == plain
+
+
+def test_small_starts_from_its_curriculum_under_the_name_it_was_shipped_with(monkeypatch, tmp_path):
+    """small's stage-0 fields are its last continuation's, and its preset names the folder as `--set` of that
+    link on the first agent's profile did; an override of a stage-0 field on top names another folder."""
+    from inquire_lib.profiles import SMALL_BASE_AGENT_CURRICULUM, SMALL_FIRST_AGENT, small_first
+
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
+    small, first = get_profile("small"), small_first()
+    assert {k: getattr(small, k) for k in SMALL_BASE_AGENT_CURRICULUM} == SMALL_BASE_AGENT_CURRICULUM
+    assert {k: getattr(first, k) for k in SMALL_FIRST_AGENT} == SMALL_FIRST_AGENT and first.base_agent_preset == ()
+    shipped_as = base_agent_dir(apply_overrides(first, SMALL_BASE_AGENT_CURRICULUM))
+    assert base_agent_dir(small) == shipped_as == base_agent_dir(apply_overrides(small, SMALL_BASE_AGENT_CURRICULUM))
+    assert shipped_as.name == f"base-agent-small-s0-v{BASE_AGENT_VERSION}-procedural-o3c91939f7d"
+    assert base_agent_dir(first).name == f"base-agent-small-s0-v{BASE_AGENT_VERSION}-procedural"
+    assert base_agent_dir(apply_overrides(small, {"sft_steps": 5, "grpo_lr": 1e-4})) == shipped_as
+    more = base_agent_dir(apply_overrides(small, {"base_agent_steps": 60}))
+    assert len({more, shipped_as, base_agent_dir(apply_overrides(first, {"base_agent_steps": 60}))}) == 3
+    assert base_agent_dir(small.replace(seed=1)).name == shipped_as.name.replace("-s0-", "-s1-")
 
 
 def test_train_values_is_checked_and_shapes_the_base_agent(monkeypatch, tmp_path):

@@ -15,6 +15,7 @@ from inquire_lib.profiles import (
     SMALL_BASE_AGENT_CURRICULUM,
     apply_overrides,
     get_profile,
+    small_first,
 )
 from inquire_lib.runs.integrity import is_complete
 from inquire_lib.training import models, sft, shipped
@@ -177,7 +178,7 @@ def test_a_pretrained_base_agent_continues_its_own_adapter(tmp_path, monkeypatch
         raise RuntimeError("trained")
 
     monkeypatch.setattr(sft, "_run_sft", capture)
-    small = get_profile("small")
+    small = small_first()
     for profile in (apply_overrides(small, {"base_agent_init": "earlier-small"}), small):
         with pytest.raises(RuntimeError, match="trained"):
             sft.base_agent(profile)
@@ -254,9 +255,10 @@ def test_an_adapter_ships_alone_and_installs_through_its_merge(tiny, tmp_path):
 
 
 def test_the_small_profile_ships_its_base_agent_as_an_adapter(tmp_path):
-    """The committed stage-0 agent of the small profile is its LoRA adapter and vision tower alone; it
-    installs through its hashes onto the graft built from the installed GGUF file, and the merged agent
-    writes well-formed tool calls on held-out safe steps."""
+    """The committed stage-0 agent the small profile starts from (its curriculum) is its LoRA adapter and
+    vision tower alone, trained with the profile's stage-0 settings; it installs through its hashes onto the
+    graft built from the installed GGUF file, and the merged agent writes well-formed tool calls on held-out
+    safe steps."""
     import datasets
 
     from inquire_lib.data.benchmark import FEATURES, generate_tasks, task_records
@@ -270,6 +272,11 @@ def test_the_small_profile_ships_its_base_agent_as_an_adapter(tmp_path):
         profile.base_agent_steps,
         "procedural",
         0,
+    )
+    assert (manifest["lr"], manifest["base_agent_init"], manifest["base_agent_tasks"]) == (
+        profile.base_agent_lr,
+        profile.base_agent_init,
+        profile.base_agent_tasks,
     )
     assert manifest["bytes"] <= shipped.MAX_BYTES
     dest = tmp_path / name
@@ -286,11 +293,12 @@ def test_the_small_profile_ships_its_base_agent_as_an_adapter(tmp_path):
 
 
 def test_the_small_curriculum_ships_its_adapter_beside_the_first(tmp_path):
-    """`SMALL_BASE_AGENT_CURRICULUM` names a shipped adapter of its own, trained from the first one's with the
-    recorded settings; it installs through its hashes and merges onto the graft."""
-    profile = apply_overrides("small", SMALL_BASE_AGENT_CURRICULUM)
+    """`SMALL_BASE_AGENT_CURRICULUM` (small's default start) names a shipped adapter of its own, trained with the
+    recorded settings, beside the first agent's; it installs through its hashes and merges onto the graft."""
+    profile = apply_overrides(small_first(), SMALL_BASE_AGENT_CURRICULUM)
     name = sft.base_agent_dir(profile).name
-    assert name != sft.base_agent_dir(get_profile("small")).name
+    assert name == sft.base_agent_dir(get_profile("small")).name != sft.base_agent_dir(small_first()).name
+    assert (shipped.SHIPPED_ROOT / sft.base_agent_dir(small_first()).name / "manifest.json").exists()
     manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
     assert manifest["kind"] == "adapter" and manifest["bytes"] <= shipped.MAX_BYTES
     assert {k: manifest[k] for k in ("base_agent_init", "base_agent_tasks")} == {
@@ -311,11 +319,13 @@ def test_the_small_curriculum_ships_its_adapter_beside_the_first(tmp_path):
 
 
 def test_the_small_continuations_form_one_chain_from_the_first_agent_to_the_shipped_last():
-    """Each continuation starts from the agent the one before it builds, the first from small's own; the
-    curriculum is the last link, and the first and last links are shipped with their recorded settings."""
+    """Each continuation starts from the agent the one before it builds, the first from small's first agent; the
+    curriculum is the last link (small's default start), and the first and last links are shipped with their
+    recorded settings."""
     starts = [link["base_agent_init"] for link in SMALL_BASE_AGENT_CONTINUATIONS]
-    built = [sft.base_agent_dir(apply_overrides("small", link)).name for link in SMALL_BASE_AGENT_CONTINUATIONS]
-    assert starts == [sft.base_agent_dir(get_profile("small")).name, *built[:-1]]
+    built = [sft.base_agent_dir(apply_overrides(small_first(), link)).name for link in SMALL_BASE_AGENT_CONTINUATIONS]
+    assert starts == [sft.base_agent_dir(small_first()).name, *built[:-1]]
+    assert built[-1] == sft.base_agent_dir(get_profile("small")).name
     assert SMALL_BASE_AGENT_CURRICULUM == SMALL_BASE_AGENT_CONTINUATIONS[-1] and len(set(built)) == len(built)
     tasks = [link["base_agent_tasks"] for link in SMALL_BASE_AGENT_CONTINUATIONS]
     assert tasks == sorted(set(tasks))  # each link draws from more fresh tasks than the one before

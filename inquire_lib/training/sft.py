@@ -164,13 +164,14 @@ def base_agent_source(profile: Profile) -> Profile:
 
 def base_agent_dir(profile: Profile) -> Path:
     """Where the profile's base agent is cached: one per profile and seed, and one more per set of
-    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it). A `train_values`
-    other than the default names the folder too, however the profile was made."""
+    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it), taken on top of the
+    profile's own `base_agent_preset`. A `train_values` other than the default names the folder too,
+    however the profile was made."""
     profile = base_agent_source(profile)
     name = f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
     if profile.train_values != "fixed":
         name += f"-{profile.train_values}"
-    touched = {k: v for k, v in profile.overrides if k in BASE_AGENT_FIELDS}
+    touched = dict(profile.base_agent_preset) | {k: v for k, v in profile.overrides if k in BASE_AGENT_FIELDS}
     if touched:
         digest = hashlib.sha1(json.dumps(touched, sort_keys=True, default=str).encode()).hexdigest()[:10]
         name += f"-o{digest}"
