@@ -822,7 +822,7 @@ class Profile:
         metadata={
             "help": "stage-0 settings the profile itself sets, sorted (key, value) pairs, named in the base agent's "
             "folder like overrides of the same fields; part of the profile, never overridden",
-            "affects": ("base_agent",),
+            "affects": ("run",),  # it names a folder; the fields it records shape the agent
         },
     )
     # set by `apply_overrides` only, so an internal `replace` (ablation variants) keeps sharing the run's base agent
