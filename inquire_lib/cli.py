@@ -198,6 +198,7 @@ def _train(args) -> int:
     and TRL splits the batches. The data and the tiny model are prepared by rank 0 first."""
     from .data.benchmark import benchmark
     from .profiles import apply_overrides, get_profile, parse_overrides
+    from .runs.paths import run_named_by_overrides
     from .training import grpo as grpo_stage
     from .training import sft as sft_stage
     from .training.devices import is_main_process, require_device, world_size
@@ -208,6 +209,7 @@ def _train(args) -> int:
         require_device(profile)
     except (KeyError, ValueError, RuntimeError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
+    run_named_by_overrides(profile)  # `--set` trains into the run the overrides name, as `inquire run` does
     if world_size() > 1:
         from accelerate import PartialState
 

@@ -174,21 +174,16 @@ def profile_of(name: str, seed: int | None = None, overrides: dict | None = None
     """The notebook's profile with its SEED and OVERRIDES (checked: an unknown or ill-typed field
     raises OverrideError naming it and the valid ones); fixes torch's thread count for the kernel and
     prints one line naming the run, the overrides and what this profile can and cannot show."""
-    import os
-
     import torch
 
-    from .profiles import PURPOSES, apply_overrides, default_run_name
-    from .runs.paths import RUN_NAME, run_name
+    from .profiles import PURPOSES, apply_overrides
+    from .runs.paths import run_name, run_named_by_overrides
 
     profile = get_profile(name)
     if seed is not None and seed != profile.seed:
         profile = profile.replace(seed=seed)
     profile = apply_overrides(profile, overrides)
-    if profile.overrides and not os.environ.get(RUN_NAME[0]):
-        # opened by hand with overrides: write to the run those overrides name (as `inquire run` would),
-        # never into the default run's folders
-        os.environ[RUN_NAME[0]] = default_run_name(dict(profile.overrides))
+    run_named_by_overrides(profile)  # opened by hand with overrides: never into the default run's folders
     torch.set_num_threads(profile.torch_threads)
     if not quiet:
         changed = ", ".join(f"{k}={v!r}" for k, v in profile.overrides) or "none"

@@ -178,6 +178,41 @@ def test_profile_explain_of_smoke_without_overrides(capsys):
     assert fields["lora_targets"][0] == '["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]'
 
 
+def test_train_with_overrides_writes_into_the_run_they_name(tmp_path, capsys, monkeypatch):
+    """`inquire train --set` trains into `artifacts/<profile>/runs/<the overrides' name>/`, as `inquire run`
+    and a notebook opened with OVERRIDES do, never over the default run's checkpoint of the same name;
+    without overrides, or with $INQUIRE_RUN_NAME set, the run is that one."""
+    from types import SimpleNamespace
+
+    from inquire_lib.runs.paths import artifacts_dir
+    from inquire_lib.training import sft
+
+    monkeypatch.setenv("INQUIRE_ARTIFACTS", str(tmp_path / "artifacts"))
+    seen = []
+
+    def fake_sft(profile, name, **_kw):
+        seen.append(artifacts_dir(profile) / name)
+        return SimpleNamespace(path=str(seen[-1]), log_history=[{"loss": 1.0}], n_examples=8, seconds=0.1)
+
+    monkeypatch.setattr(sft, "sft", fake_sft)
+    for env, argv in [
+        (None, ["--set", "sft_lr=1e-4", "--set", "sft_steps=7"]),
+        (None, []),
+        ("mine", ["--set", "sft_lr=1e-4"]),
+    ]:
+        monkeypatch.delenv("INQUIRE_RUN_NAME", raising=False)
+        if env:
+            monkeypatch.setenv("INQUIRE_RUN_NAME", env)
+        assert cli.main(["train", "sft", "--profile", "smoke", *argv]) == 0
+        assert json.loads(capsys.readouterr().out.splitlines()[-1])["path"] == str(seen[-1])
+    smoke = tmp_path / "artifacts" / "smoke"
+    assert seen == [
+        smoke / "runs" / "sft_lr=0.0001_sft_steps=7" / "sft_full",
+        smoke / "sft_full",
+        smoke / "runs" / "mine" / "sft_full",
+    ]
+
+
 def test_base_agent_command(tmp_path, capsys, monkeypatch):
     """`inquire base-agent`: stage 0 alone (the shipped copy or trained), --export writes the shipped
     copy with its manifest; refusals are one line."""

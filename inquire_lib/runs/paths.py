@@ -68,6 +68,16 @@ def run_name() -> str:
     return check_run_name(os.environ.get(variable) or default)
 
 
+def run_named_by_overrides(profile) -> str:
+    """Make a profile made with overrides write to the run those overrides name (as `inquire run` does),
+    never into the default run's folders, unless $INQUIRE_RUN_NAME already names one; the run's name."""
+    if profile.overrides and not os.environ.get(RUN_NAME[0]):
+        from ..profiles import default_run_name
+
+        os.environ[RUN_NAME[0]] = default_run_name(dict(profile.overrides))
+    return run_name()
+
+
 def root(folder: str, override: str | os.PathLike | None = None) -> Path:
     """The root of `folder` ("cache", "artifacts", "runs" or "figures"): `override` when given,
     else its environment variable, else its default; relative paths are taken from REPO_ROOT."""
