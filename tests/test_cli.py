@@ -200,9 +200,8 @@ def test_train_with_overrides_writes_into_the_run_they_name(tmp_path, capsys, mo
         (None, []),
         ("mine", ["--set", "sft_lr=1e-4"]),
     ]:
-        monkeypatch.delenv("INQUIRE_RUN_NAME", raising=False)
-        if env:
-            monkeypatch.setenv("INQUIRE_RUN_NAME", env)
+        # empty counts as unset; monkeypatch's first record of it restores the caller's value (the CLI sets it)
+        monkeypatch.setenv("INQUIRE_RUN_NAME", env or "")
         assert cli.main(["train", "sft", "--profile", "smoke", *argv]) == 0
         assert json.loads(capsys.readouterr().out.splitlines()[-1])["path"] == str(seen[-1])
     smoke = tmp_path / "artifacts" / "smoke"
