@@ -1069,7 +1069,7 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
 # prompt with the element centres listed, trained with LoRA (bf16 autocast where the CPU has it). Stage 0 trains
 # the adapter and a new vision tower on every action step of fresh tasks plus the recovery drill; it is shipped
 # as that adapter (`training.shipped`). Later stages put a fresh adapter on the merged base agent, by default the
-# curriculum's (`SMALL_BASE_AGENT_CURRICULUM`, 0.91 of the held-out safe tasks against the first agent's 0.30).
+# curriculum's (`SMALL_BASE_AGENT_CURRICULUM`: 73 of the 80 held-out safe tasks; the first agent 12 of the first 40).
 PROFILES["small"] = PROFILES["cpu"].replace(
     name="small",
     model="smollm2:135m",
