@@ -1081,7 +1081,8 @@ PROFILES["small"] = PROFILES["cpu"].replace(
     torch_threads=2,
     base_agent_threads=1,
     sft_batch=8,
-    **SMALL_FIRST_AGENT,
+    **SMALL_BASE_AGENT_CURRICULUM,
+    base_agent_preset=tuple(sorted(SMALL_BASE_AGENT_CURRICULUM.items())),
     eval_bf16=True,
     recovery_drill_tasks=200,
     sft_steps=60,
@@ -1105,9 +1106,6 @@ PROFILES["small"] = PROFILES["cpu"].replace(
     ablation_seeds=1,
     grpo_seeds=1,
     parallel_runs=1,
-)
-PROFILES["small"] = PROFILES["small"].replace(
-    **SMALL_BASE_AGENT_CURRICULUM, base_agent_preset=tuple(sorted(SMALL_BASE_AGENT_CURRICULUM.items()))
 )
 
 
