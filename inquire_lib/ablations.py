@@ -139,11 +139,12 @@ def point_name(variant: str, train_seed: int) -> str:
     return f"abl_{variant}_s{train_seed}"
 
 
-def _train(profile: Profile, v: Variant, train_seed: int) -> str:
-    """Train the point's checkpoint with the profile's ablation budget; returns its path."""
+def _train(profile: Profile, v: Variant, train_seed: int, start: str | None = None) -> str:
+    """Train the point's checkpoint with the profile's ablation budget; returns its path. An SFT point starts
+    from `start` (the run's base agent: a switch of stage 1 is ablated on the stage 0 the run has)."""
     name = point_name(v.name, train_seed)
     if v.group == "sft" or v.name == "chain_sft":
-        return stages.sft(profile, name=name, inquiry_share=1.0, max_steps=profile.ablation_sft_steps).path
+        return stages.sft(profile, name=name, inquiry_share=1.0, max_steps=profile.ablation_sft_steps, start=start).path
     if v.group == "grpo":
         return stages.grpo(
             profile, start=checkpoint_path(profile, "sft_weak"), name=name, max_steps=profile.ablation_grpo_steps
@@ -182,7 +183,7 @@ def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None
         return {"variant": variant, "seed": train_seed, "skipped": reason}
     vp = profile.replace(train_seed=train_seed, **v.overrides)
     name = point_name(variant, train_seed)
-    path = _train(vp, v, train_seed)
+    path = _train(vp, v, train_seed, start=stages.base_agent(profile))
     step = stages.evaluate_checkpoint(
         vp,
         name,

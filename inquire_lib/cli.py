@@ -260,6 +260,32 @@ def _train(args) -> int:
     return 0
 
 
+def _learning_curve(args) -> int:
+    """Stage 1's learning curve of asking: the fork margin of each checkpoint of an SFT run on the
+    validation split (`stages.learning_curve`), as JSON beside the run and as a Markdown table."""
+    from pathlib import Path
+
+    from .profiles import OverrideError, apply_overrides, parse_overrides
+    from .runs.paths import artifacts_dir, run_named_by_overrides
+    from .stages.learning_curve import curve_table, learning_curve
+    from .training.sft import base_agent
+
+    profile = _profile_or_usage(args.profile)
+    try:
+        profile = apply_overrides(profile, parse_overrides(args.set))
+    except OverrideError as exc:
+        raise UsageError(str(exc)) from None
+    run_named_by_overrides(profile)
+    run = Path(args.run) if args.run else artifacts_dir(profile) / args.name
+    if not run.is_dir():
+        raise UsageError(f"{run}: no SFT run there (train one with `inquire train sft`)")
+    out = Path(args.out) if args.out else run / "learning_curve.json"
+    curve = learning_curve(profile, run, base_agent(profile), out, max_needless=args.max_needless)
+    print(curve_table(curve))
+    print(f"written: {out}")
+    return 0
+
+
 # the stage-0 fields a shipped agent's manifest records beside its steps and learning rate
 STAGE0_RECORDED = ("base_agent_init", "base_agent_tasks", "copy_drill_tasks", "recovery_drill_tasks", "open_oversample")
 
@@ -273,7 +299,7 @@ def _base_agent(args) -> int:
     from .runs.hardware import device_stamp
     from .training import shipped
     from .training.models import model_path
-    from .training.sft import base_agent
+    from .training.sft import BASE_AGENT_FIELDS, base_agent, base_agent_key, base_agent_settings, base_agent_source
 
     profile = _profile_or_usage(args.profile)
     try:
@@ -292,6 +318,7 @@ def _base_agent(args) -> int:
             raise UsageError(f"{path} is an installed shipped copy, not one trained here; add --rebuild to train it")
         sets = "".join(f" --set {item}" for item in args.set)
         command = f"inquire base-agent --profile {profile.name}{sets} --rebuild --export"
+        shaped = any(k in BASE_AGENT_FIELDS for k, _ in profile.overrides)  # another agent than the profile's own
         record = (
             Path(path) / "inquire_train.json"
         )  # what the trainer recorded (a cache adopted from elsewhere has none)
@@ -303,6 +330,11 @@ def _base_agent(args) -> int:
             command=command,
             seed=profile.seed,
             extra={
+                # the content key it is installed by, the settings that made it, and the profile it is the
+                # start of (`shipped.refuse_stale` names the fields that differ when that profile changes)
+                "key": base_agent_key(profile),
+                "profile": "" if shaped else base_agent_source(profile).name,
+                "settings": base_agent_settings(profile),
                 "steps": profile.base_agent_steps,
                 "lr": profile.base_agent_lr,
                 "train_values": profile.train_values,
@@ -466,6 +498,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     ba.add_argument("--export", action="store_true", help="write it to assets/base_agents/ with its manifest")
     ba.set_defaults(fn=_base_agent)
+    lc = sub.add_parser(
+        "learning-curve",
+        help="stage 1's learning curve of asking: each SFT checkpoint's fork margin on the validation split",
+        parents=[debug],
+    )
+    lc.add_argument("--profile", default="small")
+    lc.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="the overrides the SFT run was trained with"
+    )
+    lc.add_argument("--name", default="sft_full", help="the run's output name under artifacts/<profile>/")
+    lc.add_argument("--run", default=None, help="the SFT output folder itself (default: from --profile, --set, --name)")
+    lc.add_argument("--out", default=None, help="where the curve's JSON goes (default: learning_curve.json in the run)")
+    lc.add_argument(
+        "--max-needless", type=float, default=0.05, help="the needless-ask rate the step ISR is read at (default 0.05)"
+    )
+    lc.set_defaults(fn=_learning_curve)
     e = sub.add_parser("export", help="write the GRPO prompts for another RL framework", parents=[debug])
     e.add_argument("--format", choices=["verl"], default="verl", help="verl / EasyR1 RL dataset parquet")
     e.add_argument("--profile", default="cpu")

@@ -814,17 +814,6 @@ class Profile:
             "affects": ("run",),
         },
     )
-    # A profile whose default start is a continued base agent (small: the last of its shipped continuations) sets
-    # stage 0's fields to that agent's and records them here, so the agent keeps the folder name it was trained and
-    # shipped under (`training.sft.base_agent_dir` names a folder by the stage-0 settings set on top of the profile)
-    base_agent_preset: tuple = field(
-        default=(),
-        metadata={
-            "help": "stage-0 settings the profile itself sets, sorted (key, value) pairs, named in the base agent's "
-            "folder like overrides of the same fields; part of the profile, never overridden",
-            "affects": ("run",),  # it names a folder; the fields it records shape the agent
-        },
-    )
     # set by `apply_overrides` only, so an internal `replace` (ablation variants) keeps sharing the run's base agent
     overrides: tuple = field(
         default=(),
@@ -995,39 +984,22 @@ PROFILES: dict[str, Profile] = {
 # so no value repeats and only copying lowers the loss. On the 160 held-out tasks: `type` 6/76 -> 28/76,
 # safe-step accuracy 0.79 -> 0.83, safe tasks SR 0.30 -> 0.51 (docs/base_agent.md). `--set` each item to use it.
 CPU_BASE_AGENT_CURRICULUM = {
-    "base_agent_init": "base-agent-cpu-s0-v2-procedural",
+    "base_agent_init": "base-agent-45303721495d",
     "base_agent_tasks": 5000,
     "copy_drill_tasks": 3000,
     "base_agent_steps": 1200,
     "base_agent_lr": 5e-4,
 }
 
-# The small base agent's continuations: each trains the adapter (LoRA and vision tower) of the one before it 60 more
-# stage-0 steps (the sixth: 150), lr 2e-4, on the action steps of more fresh tasks than the last plus the recovery
-# drill (13-46 min of 2 cores each); the fifth and sixth repeat each app choice 3 times (`open_oversample`; the
-# fifth's control without: 361/400). On the first 400 held-out acting steps: 239/400 (the first agent, 150 steps)
-# -> 277 -> 314 -> 336 -> 356 -> 366 -> 379; safe tasks played online (the first 40): 12 -> 8 -> 20 -> 22 -> 30 -> 31
-# -> 36, and the sixth 73 of all 80 (docs/small.md). All but the second are shipped (it is rebuilt from the first).
-# The small profile starts from the last (`SMALL_BASE_AGENT_CURRICULUM`); the links are `--set` on `small_first()`.
-SMALL_BASE_AGENT_CONTINUATIONS = tuple(
-    {"base_agent_init": init, "base_agent_tasks": tasks, "base_agent_steps": 60, "base_agent_lr": 2e-4, **more}
-    for init, tasks, more in (
-        ("base-agent-small-s0-v2-procedural", 2000, {}),
-        ("base-agent-small-s0-v2-procedural-o31e0c45e9f", 4000, {}),
-        ("base-agent-small-s0-v2-procedural-o3a6037fccf", 6000, {}),
-        ("base-agent-small-s0-v2-procedural-o3bdc5f36c4", 8000, {}),
-        ("base-agent-small-s0-v2-procedural-o377d1c3ad6", 10000, {"open_oversample": 3}),
-        ("base-agent-small-s0-v2-procedural-obadb11b85d", 12000, {"open_oversample": 3, "base_agent_steps": 150}),
-    )
-)
-SMALL_BASE_AGENT_CURRICULUM = SMALL_BASE_AGENT_CONTINUATIONS[-1]
-# the first small agent's stage 0 (a new adapter on the graft, on the action steps of 600 tasks): the first link's start
-SMALL_FIRST_AGENT = {
-    "base_agent_init": "",
-    "base_agent_tasks": 600,
+# small's stage 0 (the sixth continuation of its base agent: docs/lab/small.md): the adapter of the fifth link
+# trained 150 more steps, lr 2e-4, on the action steps of 12,000 fresh tasks and the recovery drill, each app
+# choice three times. Its start is named as it was shipped; only this agent is shipped now
+SMALL_BASE_AGENT_CURRICULUM = {
+    "base_agent_init": "base-agent-small-s0-v2-procedural-obadb11b85d",
+    "base_agent_tasks": 12000,
     "base_agent_steps": 150,
-    "base_agent_lr": 3e-4,
-    "open_oversample": 1,
+    "base_agent_lr": 2e-4,
+    "open_oversample": 3,
 }
 
 # the default (`DEFAULT_PROFILE`): the cpu profile's model, data, prompt and base agent (shipped, so nothing is
@@ -1082,7 +1054,6 @@ PROFILES["small"] = PROFILES["cpu"].replace(
     base_agent_threads=1,
     sft_batch=8,
     **SMALL_BASE_AGENT_CURRICULUM,
-    base_agent_preset=tuple(sorted(SMALL_BASE_AGENT_CURRICULUM.items())),
     eval_bf16=True,
     recovery_drill_tasks=200,
     sft_steps=60,
@@ -1107,12 +1078,6 @@ PROFILES["small"] = PROFILES["cpu"].replace(
     grpo_seeds=1,
     parallel_runs=1,
 )
-
-
-def small_first() -> Profile:
-    """The small profile as its first base agent defined it (no preset): the profile the continuations' links
-    are `--set` on, each naming the folder it was shipped under."""
-    return PROFILES["small"].replace(base_agent_preset=(), **SMALL_FIRST_AGENT)
 
 
 # what `make run`, `inquire run` and every notebook's parameters cell use when no profile is named
@@ -1219,9 +1184,8 @@ def explain(profile: Profile) -> list[dict]:
 
 
 # ------------------------------------------------------------------------------------ overrides
-# Fields an override may not touch: the name picks the profile, `overrides` records the others, and a preset is how
-# the profile itself is defined.
-_FIXED = ("name", "overrides", "base_agent_preset")
+# Fields an override may not touch: the name picks the profile, and `overrides` records the others.
+_FIXED = ("name", "overrides")
 # str fields that take one of a few words
 CHOICES: dict[str, tuple[str, ...]] = {
     "train_values": TRAIN_VALUES,

@@ -244,6 +244,10 @@ def test_base_agent_command(tmp_path, capsys, monkeypatch):
     manifest = json.loads((tmp_path / "assets" / name / "manifest.json").read_text())
     assert f"sha256 {manifest['sha256']}" in out and manifest["train_values"] == "procedural"
     assert manifest["command"] == "inquire base-agent --profile smoke --set train_values=procedural --rebuild --export"
+    # installed by its content key; an override's agent is no profile's own start
+    shaped = apply_overrides("smoke", {"train_values": "procedural"})
+    assert manifest["key"] == sft.base_agent_key(shaped) and name == f"base-agent-{manifest['key']}"
+    assert manifest["profile"] == "" and manifest["settings"]["train_values"] == "procedural"
     assert "seconds" not in manifest  # the fake agent has no trainer record
     assert (
         "device" not in manifest and manifest["exported_on"]["cpu_kind"] == cpu_kind()

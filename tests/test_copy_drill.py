@@ -86,7 +86,7 @@ def test_open_oversample_repeats_each_app_choice_of_stage0_and_nothing_else():
     assert sorted(list(tripled["id"])[len(plain) :]) == sorted(opens * 2)
     assert "open_oversample" in BASE_AGENT_FIELDS
     assert base_agent_dir(apply_overrides("cpu", {"open_oversample": 3})) != base_agent_dir(get_profile("cpu"))
-    # small's own start repeats them already (its preset); an override back to one names another agent
+    # small's own start repeats them already; an override back to one names another agent
     assert base_agent_dir(apply_overrides("small", {"open_oversample": 1})) != base_agent_dir(get_profile("small"))
     with pytest.raises(ValueError, match="open_oversample"):
         stage0_records(prof.replace(open_oversample=0))

@@ -19,7 +19,7 @@ from inquire_lib.profiles import (
     parse_overrides,
 )
 from inquire_lib.runs import paths
-from inquire_lib.training.sft import BASE_AGENT_VERSION, base_agent_dir
+from inquire_lib.training.sft import base_agent_dir, base_agent_key
 
 
 def test_parse_overrides_types_every_kind():
@@ -89,10 +89,10 @@ def test_python_values_are_checked_as_strictly():
             check_overrides(bad)
     with pytest.raises(OverrideError, match="must be a dict"):
         check_overrides([("grpo_lr", 1e-4)])
-    assert not {"name", "overrides", "base_agent_preset"} & set(overridable_fields())
-    assert len(overridable_fields()) == len(get_profile("cpu").to_dict()) - 3
-    with pytest.raises(OverrideError, match="unknown profile field 'base_agent_preset'"):
-        check_overrides({"base_agent_preset": []})
+    assert not {"name", "overrides"} & set(overridable_fields())
+    assert len(overridable_fields()) == len(get_profile("cpu").to_dict()) - 2
+    with pytest.raises(OverrideError, match="unknown profile field 'overrides'"):
+        check_overrides({"overrides": []})
 
 
 def test_apply_overrides_records_them_and_keeps_the_rest():
@@ -137,58 +137,55 @@ def test_runs_keep_their_folders_apart(monkeypatch, tmp_path):
         paths.run_dir("smoke")
 
 
-def test_base_agent_is_shared_unless_an_override_shapes_it(monkeypatch, tmp_path):
+def test_the_base_agent_is_named_by_the_content_of_its_settings(monkeypatch, tmp_path):
+    """One folder per resolved stage-0 settings, however the profile was made: an override, a `replace` or an
+    edited default of a shaping field all name another folder; a field of a later stage never does."""
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
-    plain = base_agent_dir(get_profile("smoke"))
-    assert plain == tmp_path / "models" / f"base-agent-smoke-s0-v{BASE_AGENT_VERSION}"
+    smoke = get_profile("smoke")
+    plain = base_agent_dir(smoke)
+    assert plain == tmp_path / "models" / f"base-agent-{base_agent_key(smoke)}" and len(base_agent_key(smoke)) == 12
     assert base_agent_dir(apply_overrides("smoke", {"grpo_lr": 1e-4, "sft_lr": 1e-3})) == plain
+    assert base_agent_dir(smoke.replace(torch_threads=7, eval_tasks=3)) == plain
     shaped = base_agent_dir(apply_overrides("smoke", {"base_agent_steps": 8}))
-    assert (
-        shaped.parent == plain.parent
-        and shaped.name.startswith(plain.name + "-o")
-        and len(shaped.name) == len(plain.name) + 12
-    )
+    assert shaped != plain and shaped == base_agent_dir(smoke.replace(base_agent_steps=8))
     assert base_agent_dir(apply_overrides("smoke", {"base_agent_steps": 9})) != shaped
-    # an ablation variant made by replace() keeps the run's base agent
-    assert base_agent_dir(get_profile("smoke").replace(use_a11y=False)) == plain
+    # setting a field to the value it has is the same agent: the key reads values, not how they were set
+    assert base_agent_dir(apply_overrides("smoke", {"base_agent_steps": smoke.base_agent_steps})) == plain
+    assert base_agent_dir(smoke.replace(use_a11y=False)) != plain
+    assert base_agent_dir(smoke.replace(seed=1)) != plain
+    # the parent is part of the key: the same settings continued from another agent are another agent
+    assert base_agent_dir(smoke.replace(base_agent_init="base-agent-x")) != plain
 
 
-def test_small_starts_from_its_curriculum_under_the_name_it_was_shipped_with(monkeypatch, tmp_path):
-    """small's stage-0 fields are its last continuation's, and its preset names the folder as `--set` of that
-    link on the first agent's profile did; an override of a stage-0 field on top names another folder."""
-    from inquire_lib.profiles import SMALL_BASE_AGENT_CURRICULUM, SMALL_FIRST_AGENT, small_first
+def test_small_starts_from_its_shipped_curriculum_agent(monkeypatch, tmp_path):
+    """small's stage-0 fields are its curriculum agent's, and the folder they name is the one shipped."""
+    from inquire_lib.profiles import CPU_BASE_AGENT_CURRICULUM, SMALL_BASE_AGENT_CURRICULUM
+    from inquire_lib.training import shipped
 
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
-    small, first = get_profile("small"), small_first()
+    small, cpu = get_profile("small"), get_profile("cpu")
     assert {k: getattr(small, k) for k in SMALL_BASE_AGENT_CURRICULUM} == SMALL_BASE_AGENT_CURRICULUM
-    assert {k: getattr(first, k) for k in SMALL_FIRST_AGENT} == SMALL_FIRST_AGENT and first.base_agent_preset == ()
-    shipped_as = base_agent_dir(apply_overrides(first, SMALL_BASE_AGENT_CURRICULUM))
-    assert base_agent_dir(small) == shipped_as == base_agent_dir(apply_overrides(small, SMALL_BASE_AGENT_CURRICULUM))
-    assert shipped_as.name == f"base-agent-small-s0-v{BASE_AGENT_VERSION}-procedural-o3c91939f7d"
-    assert base_agent_dir(first).name == f"base-agent-small-s0-v{BASE_AGENT_VERSION}-procedural"
-    assert base_agent_dir(apply_overrides(small, {"sft_steps": 5, "grpo_lr": 1e-4})) == shipped_as
+    for profile in (small, cpu):
+        manifest = json.loads((shipped.SHIPPED_ROOT / base_agent_dir(profile).name / "manifest.json").read_text())
+        assert manifest["key"] == base_agent_key(profile) and manifest["profile"] == profile.name
+    assert base_agent_dir(apply_overrides(small, {"sft_steps": 5, "grpo_lr": 1e-4})) == base_agent_dir(small)
     more = base_agent_dir(apply_overrides(small, {"base_agent_steps": 60}))
-    assert len({more, shipped_as, base_agent_dir(apply_overrides(first, {"base_agent_steps": 60}))}) == 3
-    assert base_agent_dir(small.replace(seed=1)).name == shipped_as.name.replace("-s0-", "-s1-")
+    assert more != base_agent_dir(small)
+    # the cpu curriculum continues the cpu profile's own agent, by the name that agent is cached under
+    assert CPU_BASE_AGENT_CURRICULUM["base_agent_init"] == base_agent_dir(cpu).name
 
 
 def test_train_values_is_checked_and_shapes_the_base_agent(monkeypatch, tmp_path):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     assert get_profile("smoke").train_values == "fixed" and get_profile("cpu").train_values == "procedural"
-    assert base_agent_dir(get_profile("cpu")).name == f"base-agent-cpu-s0-v{BASE_AGENT_VERSION}-procedural"
     assert parse_overrides(["train_values=procedural"]) == {"train_values": "procedural"}
     with pytest.raises(OverrideError, match=r"^profile field 'train_values' takes one of fixed, procedural, got 'x'$"):
         parse_overrides(["train_values=x"])
     plain = base_agent_dir(get_profile("smoke"))
-    assert (
-        base_agent_dir(apply_overrides("smoke", {"train_values": "fixed"})) != plain
-    )  # an override of a shaping field
+    assert base_agent_dir(apply_overrides("smoke", {"train_values": "fixed"})) == plain  # the value it has
     proc = base_agent_dir(apply_overrides("smoke", {"train_values": "procedural"}))
-    assert proc.name.startswith(plain.name + "-procedural-o")
     # however the profile was made, the two settings never share a base agent
-    assert base_agent_dir(get_profile("smoke").replace(train_values="procedural")) == plain.with_name(
-        plain.name + "-procedural"
-    )
+    assert proc != plain and base_agent_dir(get_profile("smoke").replace(train_values="procedural")) == proc
 
 
 def test_cli_refuses_bad_settings_before_any_kernel(capsys, monkeypatch, tmp_path):
@@ -222,11 +219,7 @@ def test_quick_starts_from_the_cpu_base_agent(monkeypatch, tmp_path):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     quick, cpu = get_profile("quick"), get_profile("cpu")
     assert quick.base_agent_from == "cpu" and cpu.base_agent_from == ""
-    assert (
-        base_agent_dir(quick)
-        == base_agent_dir(cpu)
-        == tmp_path / "models" / (f"base-agent-cpu-s0-v{BASE_AGENT_VERSION}-procedural")
-    )
+    assert base_agent_dir(quick) == base_agent_dir(cpu) == tmp_path / "models" / f"base-agent-{base_agent_key(cpu)}"
     assert tiny_dir(quick) == tiny_dir(cpu)
     assert base_agent_dir(apply_overrides("quick", {"sft_steps": 5})) == base_agent_dir(cpu)
     assert (
@@ -234,9 +227,11 @@ def test_quick_starts_from_the_cpu_base_agent(monkeypatch, tmp_path):
         == base_agent_dir(apply_overrides("cpu", {"base_agent_steps": 8}))
         != base_agent_dir(cpu)
     )
-    assert base_agent_dir(quick.replace(seed=3)).name == f"base-agent-cpu-s3-v{BASE_AGENT_VERSION}-procedural"
-    # its own stage 0 when told so; only a profile that trains one can be named
-    assert base_agent_dir(apply_overrides("quick", {"base_agent_from": ""})).name.startswith("base-agent-quick-s0")
+    assert base_agent_dir(quick.replace(seed=3)) == base_agent_dir(cpu.replace(seed=3)) != base_agent_dir(cpu)
+    # its own stage 0 when told so: quick's batch (12, not 16) shapes stage 0 too, so another agent; only a
+    # profile that trains one can be named
+    own = apply_overrides("quick", {"base_agent_from": ""})
+    assert base_agent_dir(own) != base_agent_dir(cpu) == base_agent_dir(own.replace(sft_batch=cpu.sft_batch))
     with pytest.raises(
         OverrideError, match=r"^profile field 'base_agent_from' takes one of , smoke, cpu, small, got 'quick'$"
     ):

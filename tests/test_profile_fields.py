@@ -139,12 +139,13 @@ def test_fields_affecting_keeps_declaration_order_and_refuses_unknown_words():
 
 
 def test_cache_names_and_keys_are_the_ones_from_before(monkeypatch):
-    """Computed with the hand-kept lists before they were derived; the keys that hash every evaluation
-    setting changed once when `pretrained_layers` and `eval_bf16` joined them (the folder names did not)."""
+    """Pinned: a change to the fields a key reads, or to how it hashes them, renames every cache and strands
+    the shipped agents. The evaluation keys changed once when `pretrained_layers` and `eval_bf16` joined
+    them; the base agents' folders when they became content keys (the shipped ones were renamed with them)."""
     monkeypatch.setattr(readback, "code_digest", lambda: "code")
-    assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-cpu-s0-v2-procedural"
+    assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-45303721495d"
     quick = apply_overrides("quick", {"copy_drill_tasks": 10})
-    assert sft.base_agent_dir(quick).name == "base-agent-cpu-s0-v2-procedural-oef496bfe87"
+    assert sft.base_agent_dir(quick).name == "base-agent-abcde52856f7"
     assert mistakes.play_key(PROFILES["smoke"], "digest") == "05d82567d047483d"
     assert mistakes.play_key(PROFILES["cpu"], "digest") == "3f6308ed069201af"
     assert readback.eval_key("step", "m", "i", PROFILES["smoke"]) == (

@@ -9,14 +9,7 @@ import shutil
 import pytest
 import torch
 
-from inquire_lib.profiles import (
-    CPU_BASE_AGENT_CURRICULUM,
-    SMALL_BASE_AGENT_CONTINUATIONS,
-    SMALL_BASE_AGENT_CURRICULUM,
-    apply_overrides,
-    get_profile,
-    small_first,
-)
+from inquire_lib.profiles import SMALL_BASE_AGENT_CURRICULUM, apply_overrides, get_profile
 from inquire_lib.runs.integrity import is_complete
 from inquire_lib.training import models, sft, shipped
 
@@ -178,7 +171,7 @@ def test_a_pretrained_base_agent_continues_its_own_adapter(tmp_path, monkeypatch
         raise RuntimeError("trained")
 
     monkeypatch.setattr(sft, "_run_sft", capture)
-    small = small_first()
+    small = get_profile("small").replace(base_agent_init="")  # a first agent: a new adapter on the graft
     for profile in (apply_overrides(small, {"base_agent_init": "earlier-small"}), small):
         with pytest.raises(RuntimeError, match="trained"):
             sft.base_agent(profile)
@@ -191,18 +184,16 @@ SAFE_TASKS = 6
 MIN_SAFE_STEP_ACCURACY = 0.6
 
 
-@pytest.mark.parametrize("overrides", [{}, CPU_BASE_AGENT_CURRICULUM], ids=["cpu", "cpu-curriculum"])
-def test_the_cpu_profile_ships_a_base_agent_that_acts(tmp_path, overrides):
-    """The committed stage-0 agents of the cpu profile (its default, and the curriculum that continues
-    it) install through their hashes (weights and the tokenizer this machine builds) and act: greedy
-    tool calls on every step of a few held-out safe tasks (held-out phrasings and values) are well
-    formed and mostly right."""
+def test_the_cpu_profile_ships_a_base_agent_that_acts(tmp_path):
+    """The committed stage-0 agent of the cpu profile installs through its hashes (weights and the
+    tokenizer this machine builds) and acts: greedy tool calls on every step of a few held-out safe
+    tasks (held-out phrasings and values) are well formed and mostly right."""
     import datasets
 
     from inquire_lib.data.benchmark import FEATURES, generate_tasks, task_records
     from inquire_lib.evaluation.steps import evaluate_model
 
-    profile = apply_overrides(get_profile("cpu"), overrides)
+    profile = get_profile("cpu")
     name = sft.base_agent_dir(profile).name
     manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
     assert (manifest["steps"], manifest["train_values"], manifest["seed"]) == (
@@ -292,49 +283,48 @@ def test_the_small_profile_ships_its_base_agent_as_an_adapter(tmp_path):
     assert metrics["overall"]["format"]["value"] >= 0.9, metrics["overall"]["format"]
 
 
-def test_the_small_curriculum_ships_its_adapter_beside_the_first(tmp_path):
-    """`SMALL_BASE_AGENT_CURRICULUM` (small's default start) names a shipped adapter of its own, trained with the
-    recorded settings, beside the first agent's; it installs through its hashes and merges onto the graft."""
-    profile = apply_overrides(small_first(), SMALL_BASE_AGENT_CURRICULUM)
-    name = sft.base_agent_dir(profile).name
-    assert name == sft.base_agent_dir(get_profile("small")).name != sft.base_agent_dir(small_first()).name
-    assert (shipped.SHIPPED_ROOT / sft.base_agent_dir(small_first()).name / "manifest.json").exists()
-    manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
-    assert manifest["kind"] == "adapter" and manifest["bytes"] <= shipped.MAX_BYTES
-    assert {k: manifest[k] for k in ("base_agent_init", "base_agent_tasks")} == {
-        k: SMALL_BASE_AGENT_CURRICULUM[k] for k in ("base_agent_init", "base_agent_tasks")
-    }
-    assert (
-        (manifest["steps"], manifest["lr"])
-        == (150, 2e-4)
-        == (
-            SMALL_BASE_AGENT_CURRICULUM["base_agent_steps"],
-            SMALL_BASE_AGENT_CURRICULUM["base_agent_lr"],
-        )
-    )
-    dest = tmp_path / name
-    merge = lambda adapter, out: sft.merge_adapter(profile, adapter, out, publish=False)
-    assert shipped.install(name, models.model_path(profile), dest, merge=merge), "the shipped adapter's hashes differ"
-    assert is_complete(dest) and (dest / shipped.ADAPTER / shipped.ADAPTER_WEIGHTS).exists()
-
-
-def test_the_small_continuations_form_one_chain_from_the_first_agent_to_the_shipped_last():
-    """Each continuation starts from the agent the one before it builds, the first from small's first agent; the
-    curriculum is the last link (small's default start), and the first and last links are shipped with their
-    recorded settings."""
-    starts = [link["base_agent_init"] for link in SMALL_BASE_AGENT_CONTINUATIONS]
-    built = [sft.base_agent_dir(apply_overrides(small_first(), link)).name for link in SMALL_BASE_AGENT_CONTINUATIONS]
-    assert starts == [sft.base_agent_dir(small_first()).name, *built[:-1]]
-    assert built[-1] == sft.base_agent_dir(get_profile("small")).name
-    assert SMALL_BASE_AGENT_CURRICULUM == SMALL_BASE_AGENT_CONTINUATIONS[-1] and len(set(built)) == len(built)
-    tasks = [link["base_agent_tasks"] for link in SMALL_BASE_AGENT_CONTINUATIONS]
-    assert tasks == sorted(set(tasks))  # each link draws from more fresh tasks than the one before
-    for link, name in [(SMALL_BASE_AGENT_CONTINUATIONS[0], built[0]), (SMALL_BASE_AGENT_CONTINUATIONS[-1], built[-1])]:
-        manifest = json.loads((shipped.SHIPPED_ROOT / name / "manifest.json").read_text())
-        assert manifest["name"] == name and manifest["kind"] == "adapter"
-        assert {k: manifest[k] for k in ("base_agent_init", "base_agent_tasks")} == {
-            k: link[k] for k in ("base_agent_init", "base_agent_tasks")
+@pytest.mark.parametrize("name", ["cpu", "small"])
+def test_a_shipped_agent_records_the_key_and_settings_it_is_installed_by(name):
+    """What `assets/` ships is exactly what a profile starts from: one agent per profile with stage 0, whose
+    manifest records the content key its folder is named by and the resolved settings that made it."""
+    profile = get_profile(name)
+    manifest = json.loads((shipped.SHIPPED_ROOT / sft.base_agent_dir(profile).name / "manifest.json").read_text())
+    assert manifest["key"] == sft.base_agent_key(profile) and manifest["name"] == f"base-agent-{manifest['key']}"
+    assert manifest["settings"] == json.loads(json.dumps(sft.base_agent_settings(profile)))
+    assert manifest["profile"] == name and manifest["bytes"] <= shipped.MAX_BYTES
+    shipped_for = sorted(json.loads(p.read_text())["profile"] for p in shipped.SHIPPED_ROOT.glob("*/manifest.json"))
+    assert shipped_for == ["cpu", "small"]
+    if name == "small":
+        assert {k: manifest[k] for k in ("base_agent_init", "base_agent_tasks", "open_oversample")} == {
+            k: SMALL_BASE_AGENT_CURRICULUM[k] for k in ("base_agent_init", "base_agent_tasks", "open_oversample")
         }
-        assert (manifest["steps"], manifest["lr"]) == (link["base_agent_steps"], link["base_agent_lr"])
-        assert manifest.get("open_oversample", 1) == link.get("open_oversample", 1)
-    assert SMALL_BASE_AGENT_CURRICULUM["open_oversample"] == 3  # the shipped last link repeats each app choice
+        assert (manifest["steps"], manifest["lr"]) == (150, 2e-4)
+
+
+def test_an_edited_stage0_default_names_a_new_folder_and_the_shipped_agent_is_refused_in_one_line(
+    tmp_path, monkeypatch
+):
+    """A shipped agent is installed by its key only. When the profile's own settings no longer give that key (a
+    default was edited), stage 0 neither reuses it nor trains silently for hours: one line names the manifest
+    and the fields that differ. An override of a stage-0 field asks for another agent, and trains it."""
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("INQUIRE_REBUILD_BASE_AGENT", raising=False)
+    monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path / "assets")
+    smoke = get_profile("smoke")
+    tok = models.model_path(smoke)
+    name = sft.base_agent_dir(smoke).name
+    extra = {"key": sft.base_agent_key(smoke), "profile": "smoke", "settings": sft.base_agent_settings(smoke)}
+    shipped.export(tok, tok, name, command="c", seed=0, extra=extra)
+    monkeypatch.setattr(sft, "_run_sft", lambda *_a, **_k: (_ for _ in ()).throw(RuntimeError("trained")))
+    assert sft.base_agent(smoke) == str(tmp_path / "cache" / "models" / name)  # installed by its key
+    edited = smoke.replace(base_agent_steps=smoke.base_agent_steps + 1)  # as if the default were edited
+    assert sft.base_agent_dir(edited).name != name
+    with pytest.raises(shipped.StaleShippedAgent) as refused:
+        sft.base_agent(edited)
+    line = str(refused.value)
+    assert "\n" not in line and str(tmp_path / "assets" / name / "manifest.json") in line
+    assert f"base_agent_steps {smoke.base_agent_steps} -> {smoke.base_agent_steps + 1}" in line
+    assert not sft.base_agent_dir(edited).exists()
+    for asked in (apply_overrides(smoke, {"base_agent_steps": smoke.base_agent_steps + 1}), edited):
+        with pytest.raises(RuntimeError, match="trained"):
+            sft.base_agent(asked, rebuild=asked is edited)  # an override, or --rebuild: trained

@@ -113,25 +113,18 @@ def main() -> None:
     ap.add_argument(
         "--set", action="append", default=[], metavar="FIELD=VALUE", help="override a profile field (repeatable)"
     )
-    ap.add_argument(
-        "--first",
-        action="store_true",
-        help="small as its first agent defined it (`profiles.small_first`), to `--set` a continuation's link on",
-    )
     ap.add_argument("--name", default=NAME, help="the evaluation's name in the run (and of its metrics file)")
     args = ap.parse_args()
     import torch
 
-    from inquire_lib.profiles import OverrideError, apply_overrides, parse_overrides, small_first
+    from inquire_lib.profiles import OverrideError, apply_overrides, parse_overrides
     from inquire_lib.runs.hardware import cpu_kind
     from inquire_lib.runs.notebooks import run_manifest
     from inquire_lib.runs.paths import metrics_dir, write_json_atomic
 
     torch.set_num_threads(args.threads)
     try:
-        if args.first and args.profile != "small":
-            raise OverrideError("--first is small's first agent; leave --profile at small")
-        profile = apply_overrides(small_first() if args.first else args.profile, parse_overrides(args.set))
+        profile = apply_overrides(args.profile, parse_overrides(args.set))
     except (OverrideError, KeyError) as exc:
         sys.exit(f"base_agent_report: {exc}")
     t0 = time.time()

@@ -109,7 +109,9 @@ def sft_config(
         weight_decay=0.0,
         logging_steps=max(1, steps // 50),
         save_steps=profile.sft_save_steps,
-        save_total_limit=2,
+        # a run that saves part-way keeps every checkpoint: they are the points of its learning curve
+        # (`evaluation.fork_curve`); one that saves only at its end keeps the trainer's usual two
+        save_total_limit=None if profile.sft_save_steps < steps else 2,
         max_length=None,
         completion_only_loss=True,
         **_common(profile),

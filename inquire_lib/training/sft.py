@@ -22,6 +22,7 @@ import torch
 from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark, sft_split
 from ..profiles import Profile, fields_affecting, get_profile
+from ..runs.keys import settings_key
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
 from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, lora_config, sft_config
@@ -84,10 +85,8 @@ def training_records(
     return out.cast_column("images", datasets.List(datasets.Image()))
 
 
-BASE_AGENT_VERSION = 2  # bump when the world, prompts or recipe change what the base agent learns
-# the profile fields that shape the base agent: an OVERRIDE of one of them gets a base agent of its
-# own (cached under a hash of those overrides); any other override shares the profile's. The fields
-# say so in their metadata (`profiles.AFFECTS`)
+# the profile fields that shape the base agent, as their metadata says (`profiles.AFFECTS`): its cache and
+# shipped copy are named by the content key of their values (`base_agent_key`)
 BASE_AGENT_FIELDS = fields_affecting("base_agent")
 
 
@@ -162,20 +161,30 @@ def base_agent_source(profile: Profile) -> Profile:
     return apply_overrides(get_profile(profile.base_agent_from).replace(seed=profile.seed), shaping)
 
 
+def base_agent_settings(profile: Profile) -> dict:
+    """The resolved settings that shape the profile's base agent: every `BASE_AGENT_FIELDS` value of the
+    profile it takes stage 0 from (`base_agent_source`) but the start (`base_agent_init`, its parent),
+    and the generated data's version."""
+    from ..data.benchmark import DATA_VERSION
+
+    source = base_agent_source(profile)
+    return {
+        "data_version": DATA_VERSION,
+        **{f: getattr(source, f) for f in BASE_AGENT_FIELDS if f != "base_agent_init"},
+    }
+
+
+def base_agent_key(profile: Profile) -> str:
+    """The base agent's content key: its settings (`base_agent_settings`) under the agent it continues
+    (`base_agent_init`, itself a base agent's folder name). Computing it reads the profile only."""
+    return settings_key(base_agent_settings(profile), parent=base_agent_source(profile).base_agent_init)
+
+
 def base_agent_dir(profile: Profile) -> Path:
-    """Where the profile's base agent is cached: one per profile and seed, and one more per set of
-    overrides of `BASE_AGENT_FIELDS` (overrides of later stages never retrain it), taken on top of the
-    profile's own `base_agent_preset`. A `train_values` other than the default names the folder too,
-    however the profile was made."""
-    profile = base_agent_source(profile)
-    name = f"base-agent-{profile.name}-s{profile.seed}-v{BASE_AGENT_VERSION}"
-    if profile.train_values != "fixed":
-        name += f"-{profile.train_values}"
-    touched = dict(profile.base_agent_preset) | {k: v for k, v in profile.overrides if k in BASE_AGENT_FIELDS}
-    if touched:
-        digest = hashlib.sha1(json.dumps(touched, sort_keys=True, default=str).encode()).hexdigest()[:10]
-        name += f"-o{digest}"
-    return cache_dir() / "models" / name
+    """Where the profile's base agent is cached: `models/base-agent-<key>` (`base_agent_key`), so profiles
+    that resolve to the same stage-0 settings share it and a changed setting, default or override, never
+    reuses an agent made under another."""
+    return cache_dir() / "models" / f"base-agent-{base_agent_key(profile)}"
 
 
 def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | None = None) -> str | None:
@@ -201,6 +210,9 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
         return str(path)
     if not rebuild and _install_shipped(path, profile) and shipped.is_shipped_copy(path):
         return str(path)
+    if not rebuild and not any(k in BASE_AGENT_FIELDS for k, _ in profile.overrides):
+        # no override asked for another stage 0, yet the shipped one does not match: its settings changed
+        shipped.refuse_stale(profile.name, path.name, base_agent_settings(profile))
     # a model from scratch trains every weight; a pretrained one a LoRA adapter and its new vision tower
     pretrained = is_pretrained(profile)
     plain = profile.replace(

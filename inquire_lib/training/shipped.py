@@ -119,6 +119,26 @@ def install(name: str, tokenizer_dir: str | Path, dest: str | Path, root: str | 
     return True
 
 
+class StaleShippedAgent(ValueError):
+    """A profile's shipped base agent was made under other settings than the profile's own now."""
+
+
+def refuse_stale(profile: str, name: str, settings: dict, root: str | Path | None = None) -> None:
+    """Raise `StaleShippedAgent` in one line when a base agent is shipped as `profile`'s start under another
+    key than `name` (its settings changed since it was shipped: a default was edited); nothing when none is."""
+    from ..runs.keys import differences
+
+    for manifest_path in sorted(Path(SHIPPED_ROOT if root is None else root).glob("*/manifest.json")):
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("profile") == profile and manifest.get("name") != name:
+            changed = "; ".join(differences(manifest.get("settings", {}), settings)) or "its parent"
+            raise StaleShippedAgent(
+                f"{manifest_path}: {profile}'s shipped base agent was made under other settings ({changed}), "
+                f"so it is not used for {name}; train stage 0 for these with `inquire base-agent --profile "
+                f"{profile} --rebuild` (or INQUIRE_REBUILD_BASE_AGENT=1)"
+            )
+
+
 def is_shipped_copy(folder: str | Path) -> bool:
     """Whether a cached base agent was installed from a shipped copy rather than trained here."""
     meta = Path(folder) / "inquire_train.json"

@@ -1,0 +1,103 @@
+"""Stage 1's learning curve of asking, read cheaply: the ask margin at the reasoning's first fork from one
+forward pass per step, the gold text up to the fork, no decoding.
+
+Every in-app step's gold reasoning opens with the screen's header, "{app} / {title}.", and there the
+completions part: an acting step (click, type) goes on with "Next: ...", an inquiry step with why it must
+ask ("Two contacts are named Cleo..."). So the probability that the model goes on *otherwise* than " Next"
+after the header is its inclination to ask on that screen, and
+
+    margin = log P(not " Next" | header) - log P(" Next" | header)
+
+ranks the steps as the greedy fork would, for the price of one prefill. Steps at the home screen (open)
+and terminations have no such fork and are left out; the greedy pass (`operating_curve`) confirms a point
+on every step. The curve's maths (AUC, operating points) are `operating_curve`'s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import torch
+from tqdm.auto import tqdm
+
+from ..agent.prompts import frame_for, images_of, prompt_messages
+from .metrics import wilson
+from .operating_curve import bootstrap_auc, choose_point, curve_points
+
+# what an acting step's reasoning says first after the header (world/flow.py: Flow.tap and Flow.type)
+ACT_WORD = " Next"
+# the gold actions of the steps that have the fork: where an action is due, or a question
+FORK_ACTIONS = ("click", "type", "call_user")
+
+
+def header(think: str) -> str | None:
+    """The in-app header that opens a gold reasoning ("Contacts / Cleo Patel."), or None (home screen)."""
+    app, sep, rest = think.partition(" / ")
+    if not sep or "." not in rest:
+        return None
+    return f"{app} / {rest.split('.', 1)[0]}."
+
+
+def fork_records(records: list[dict]) -> list[dict]:
+    """The steps with the fork: an in-app header and a gold click, type or question."""
+    return [
+        r
+        for r in records
+        if json.loads(r["gold_action"])["action"] in FORK_ACTIONS and header(r["gold_think"] or "") is not None
+    ]
+
+
+def act_token(tokenizer, prefix: str) -> int:
+    """The id of " Next" as the tokenizer cuts it after `prefix` (checked to leave the prefix's own ids whole)."""
+    a = tokenizer.encode(prefix, add_special_tokens=False)
+    b = tokenizer.encode(prefix + ACT_WORD, add_special_tokens=False)
+    if b[: len(a)] != a or len(b) <= len(a):
+        raise ValueError(f"{ACT_WORD!r} does not start a token of its own after {prefix!r}")
+    return b[len(a)]
+
+
+@torch.no_grad()
+def fork_margins(
+    model, processor, records: list[dict], profile, batch_size: int = 8, progress: bool = True
+) -> list[float]:
+    """Each fork record's ask margin (above) from one forward pass over its prompt, "<think>" and its header."""
+    tok = processor.tokenizer
+    tok.padding_side = "left"
+    frame = frame_for(profile)
+    device = next(model.parameters()).device
+    prefixes = [f"<think>{header(r['gold_think'])}" for r in records]
+    texts = [
+        processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False, add_generation_prompt=True)
+        + p
+        for r, p in zip(records, prefixes)
+    ]
+    nxt = act_token(tok, prefixes[0]) if records else None
+    margins: list[float] = []
+    for i in tqdm(range(0, len(records), batch_size), desc="fork margins", disable=not progress):
+        chunk = range(i, min(i + batch_size, len(records)))
+        images = [img for k in chunk for img in images_of(records[k], profile)]
+        enc = processor(text=[texts[k] for k in chunk], images=images, padding=True, return_tensors="pt").to(device)
+        # the head over the last position only: over every position it costs a third of the forward pass
+        logits = model(**enc, logits_to_keep=1).logits[:, -1].float()
+        logp = torch.log_softmax(logits, dim=-1)[:, nxt]
+        for lp in logp.tolist():
+            p = math.exp(lp)
+            margins.append(math.log1p(-p) - lp if p < 1.0 else -math.inf)
+    return margins
+
+
+def curve_point(margins: list[float], labels: list[bool], max_needless: float = 0.05, n_boot: int = 1000) -> dict:
+    """One point of the learning curve: the AUC with its bootstrap interval, and the step ISR at the highest
+    operating point whose needless-ask rate is at most `max_needless`, with its Wilson interval."""
+    point = choose_point(curve_points(margins, labels), max_needless)
+    pos = sum(labels)
+    hits = round(point["isr"] * pos) if point["isr"] is not None else 0
+    return {
+        "auc": bootstrap_auc(margins, labels, n_boot=n_boot),
+        "isr": wilson(hits, pos),
+        "needless": point["needless"],
+        "bias": point["bias"],
+        "max_needless": max_needless,
+        "met": point["met"],
+    }
