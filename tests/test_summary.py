@@ -114,3 +114,15 @@ def test_a_folder_only_tools_wrote_to_is_headed_by_the_manifest_its_newest_repor
     os.utime(metrics / "base_agent_steps.json", (1, 1))  # the tasks report is the newer
     os.utime(metrics / "broken.json", (2**31, 2**31))  # the newest file is not JSON: passed over
     assert summary(tmp_path).splitlines()[0] == "Run `default`, profile `small`, git 222222222222, finished ?"
+
+
+def test_a_truncated_metrics_file_is_one_line_that_names_it(tmp_path):
+    _write_run(tmp_path / "run")
+    metrics = sorted((tmp_path / "run" / "metrics").glob("step_*.json"))[0]
+    metrics.write_text(metrics.read_text()[:40])  # cut short, as by a kill mid-write of a copy
+    bad = subprocess.run(
+        [sys.executable, "-m", "inquire_lib.cli", "summary", str(tmp_path / "run")], capture_output=True, text=True
+    )
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode == 1 and len(lines) == 1 and "Traceback" not in bad.stderr
+    assert lines[0].startswith(f"inquire summary: {metrics}: not valid JSON (")

@@ -214,10 +214,18 @@ def notebook_metrics_file(run_dir: str | Path, notebook: str) -> Path:
     return Path(run_dir) / "metrics" / f"{Path(notebook).stem}.json"
 
 
+def read_json(path: str | Path):
+    """A JSON file the run wrote; a file that does not parse (cut short, edited) is one line naming it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+
+
 def load_metrics(run_dir: str | Path, kind: str = "step", names=None) -> list[dict]:
     """The saved `<kind>_*.json` metrics of a run, in `checkpoint_order`; only `names` when given."""
     folder = metrics_file(run_dir, kind, "x").parent
-    found = {p.stem[len(kind) + 1 :]: json.loads(p.read_text()) for p in sorted(folder.glob(f"{kind}_*.json"))}
+    found = {p.stem[len(kind) + 1 :]: read_json(p) for p in sorted(folder.glob(f"{kind}_*.json"))}
     return [found[n] for n in checkpoint_order(found) if names is None or n in names]
 
 

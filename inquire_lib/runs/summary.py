@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .records import load_metrics
+from .records import load_metrics, read_json
 
 # (column title, metric key) of the step table; per gold action type after these
 STEP_COLUMNS = (
@@ -107,7 +107,7 @@ def _manifest(run_dir: str | Path) -> dict:
     profile and the git sha."""
     path = Path(run_dir) / "manifest.json"
     if path.exists():
-        return json.loads(path.read_text())
+        return read_json(path)
     reports = sorted((Path(run_dir) / "metrics").glob("*.json"), key=lambda f: f.stat().st_mtime, reverse=True)
     for report in reports:
         try:

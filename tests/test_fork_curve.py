@@ -1,0 +1,74 @@
+"""Stage 1's cheap learning curve: the reasoning's first fork, the records that have it, and a curve point."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from inquire_lib.evaluation.fork_curve import act_token, curve_point, fork_records, header
+
+
+def test_the_header_is_the_screen_the_reasoning_opens_with():
+    assert header("Contacts / Cleo Patel. Next: call her. Target: Call <e3>.") == "Contacts / Cleo Patel."
+    assert header("Wallet / Send. Two contacts are named Cleo. Inquiry check: needed") == "Wallet / Send."
+    assert header("Home screen. The task needs the Wallet app.") is None
+    assert header("This is Maps, not the app the task needs; going back.") is None
+
+
+def _record(action: str, think: str, inquiry: bool = False) -> dict:
+    return {"gold_action": json.dumps({"action": action}), "gold_think": think, "inquiry_required": inquiry}
+
+
+def test_only_in_app_clicks_types_and_questions_have_the_fork():
+    kept = fork_records(
+        [
+            _record("click", "Chat / Inbox. Next: open it."),
+            _record("type", "Chat / Compose. Next: the text. Type: hi."),
+            _record("call_user", "Chat / Inbox. Two chats are named Ada.", True),
+            _record("open", "Home screen. The task needs the Chat app."),
+            _record("terminate", "Chat / Inbox. The task is complete."),
+            _record("click", None),
+        ]
+    )
+    assert [json.loads(r["gold_action"])["action"] for r in kept] == ["click", "type", "call_user"]
+
+
+class _Words:
+    """A tokenizer that cuts at spaces and keeps each space on the word after it, as BPE does."""
+
+    def __init__(self):
+        self.vocab: dict[str, int] = {}
+
+    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
+        pieces = [w if i == 0 else " " + w for i, w in enumerate(text.split(" "))]
+        return [self.vocab.setdefault(p, len(self.vocab)) for p in pieces]
+
+
+def test_the_act_token_is_next_as_cut_after_the_header():
+    tok = _Words()
+    assert act_token(tok, "<think>Chat / Inbox.") == tok.vocab[" Next"]
+
+    class Glued(_Words):  # a vocabulary with "Inbox. Next" as one token: the fork is not one token there
+        def encode(self, text, add_special_tokens=False):
+            return super().encode(text.replace("Inbox. Next", "Inbox.\u00a0Next"))
+
+    with pytest.raises(ValueError, match="does not start a token of its own"):
+        act_token(Glued(), "<think>Chat / Inbox.")
+
+
+def test_a_curve_point_reads_auc_and_isr_within_the_needless_budget():
+    # 19 of 20 inquiry steps above 19 of 20 safe steps, each pair ranked once: AUC 361/400; at needless <= 0.05
+    # (1 of 20) the threshold may pass the one high safe step, so all but the one low inquiry step ask
+    asks = [5.0] * 19 + [-5.0]
+    acts = [-1.0] * 19 + [6.0]
+    point = curve_point(asks + acts, [True] * 20 + [False] * 20, max_needless=0.05, n_boot=200)
+    assert point["auc"]["value"] == pytest.approx(361 / 400)
+    assert point["auc"]["lo"] <= point["auc"]["value"] <= point["auc"]["hi"]
+    assert (point["isr"]["k"], point["isr"]["n"]) == (19, 20) and point["needless"] == pytest.approx(0.05)
+    assert point["isr"]["lo"] < 0.95 < point["isr"]["hi"] and point["met"]
+    strict = curve_point(asks + acts, [True] * 20 + [False] * 20, max_needless=0.0, n_boot=200)
+    assert (strict["isr"]["k"], strict["needless"]) == (0, 0.0)  # the high safe step sits above every ask
+    blind = curve_point([0.0] * 40, [True] * 20 + [False] * 20, n_boot=200)
+    assert blind["auc"]["value"] == 0.5 and not math.isnan(blind["isr"]["lo"])
