@@ -229,6 +229,7 @@ def _train(args) -> int:
             resume=args.resume,
             max_steps=args.max_steps,
             start=_checkpoint(profile, args.start),
+            rebuild=args.rebuild or None,
         )
     elif args.stage == "grpo":
         res = grpo_stage.grpo(
@@ -283,6 +284,65 @@ def _learning_curve(args) -> int:
     curve = learning_curve(profile, run, base_agent(profile), out, max_needless=args.max_needless)
     print(curve_table(curve))
     print(f"written: {out}")
+    return 0
+
+
+def _ship(args) -> int:
+    """Ship a later stage's result under assets/stages/: its finished adapter, or the last complete
+    checkpoint of a run that has not finished (to go on from in another sitting), with its manifest."""
+    from pathlib import Path
+
+    from .data.benchmark import dataset_dir
+    from .profiles import OverrideError, apply_overrides, parse_overrides
+    from .runs.hardware import device_stamp
+    from .runs.integrity import finished_output, last_complete_checkpoint
+    from .runs.paths import artifacts_dir, run_named_by_overrides
+    from .training import shipped_stages
+    from .training.sft import base_agent_key
+
+    profile = _profile_or_usage(args.profile)
+    try:
+        profile = apply_overrides(profile, parse_overrides(args.set))
+    except OverrideError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.stage.startswith("sft"):
+        raise UsageError(f"{args.stage}: only stage 1's results (sft_full, sft_weak) can be shipped so far")
+    run_named_by_overrides(profile)
+    out_dir = artifacts_dir(profile) / args.stage
+    final = out_dir / "final"
+    source = final if finished_output(final) else last_complete_checkpoint(out_dir)
+    if source is None:
+        raise UsageError(f"{out_dir}: no finished result and no complete checkpoint to ship")
+    source = Path(source)
+    share = 1.0 if args.stage == "sft_full" else profile.sft_inquiry_share
+    trained = json.loads((final / "inquire_train.json").read_text()) if source == final else {}
+    state = json.loads((source / "trainer_state.json").read_text()) if (source / "trainer_state.json").exists() else {}
+    per_step = profile.sft_batch  # the global batch of one optimizer step (accumulation splits it)
+    step = trained.get("steps", state.get("global_step"))
+    sets = "".join(f" --set {k}={v}" for k, v in profile.overrides)
+    share_arg = "" if args.stage == "sft_full" else f" --name {args.stage} --inquiry-share {share}"
+    m = shipped_stages.ship(
+        source,
+        args.stage,
+        shipped_stages.stage_settings(profile, args.stage, profile.sft_steps, share),
+        base_agent_key(profile),
+        command=f"inquire train sft --profile {profile.name}{sets}{share_arg} --resume",
+        extra={
+            "profile": profile.name,
+            "data_fingerprint": json.loads(
+                (
+                    dataset_dir(profile.seed, profile.benchmark_tasks, profile.train_values) / "inquirebench.json"
+                ).read_text()
+            )["fingerprint"],
+            "examples": step * per_step if step is not None else None,
+            "of_steps": profile.sft_steps,
+            "device": trained.get("device", device_stamp()),
+            **({"seconds": trained["seconds_total"]} if "seconds_total" in trained else {}),
+        },
+    )
+    print(
+        f"shipped {m['kind']} of {args.stage} at step {m['step']} ({m['bytes']} bytes) to {shipped_stages.STAGES_ROOT / m['name']}"
+    )
     return 0
 
 
@@ -481,6 +541,9 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--max-steps", type=int, default=None)
     t.add_argument("--inquiry-share", type=float, default=None, help="sft: share of inquiry steps kept")
     t.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output folder")
+    t.add_argument(
+        "--rebuild", action="store_true", help="sft: train it here even where a result is shipped for these settings"
+    )
     t.set_defaults(fn=_train)
     ba = sub.add_parser(
         "base-agent", help="stage 0: the base agent (a shipped copy if its hashes match, else trained)", parents=[debug]
@@ -498,6 +561,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     ba.add_argument("--export", action="store_true", help="write it to assets/base_agents/ with its manifest")
     ba.set_defaults(fn=_base_agent)
+    sh = sub.add_parser(
+        "ship",
+        help="ship a stage's result (or a run's last complete checkpoint) under assets/stages/ with its manifest",
+        parents=[debug],
+    )
+    sh.add_argument("stage", choices=["sft_full", "sft_weak"], help="the stage whose result is shipped")
+    sh.add_argument("--profile", default="small")
+    sh.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="the overrides the stage was trained with"
+    )
+    sh.set_defaults(fn=_ship)
     lc = sub.add_parser(
         "learning-curve",
         help="stage 1's learning curve of asking: each SFT checkpoint's fork margin on the validation split",

@@ -58,16 +58,16 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
     import json
     import time
 
-    from ..runs.integrity import discard_stale_temps, write_marker
+    from ..runs.integrity import discard_stale_temps, read_marker, write_marker
     from .weights import mark_checkpoints_callback
     from ..runs.paths import atomic_dir
 
     disable_bnb_cpu_repack(trainer.model)
     devices.prepare_trainer(trainer)  # fp32 adapters, SFT's loss over the global batch
-    trainer.add_callback(mark_checkpoints_callback())
     if devices.is_main_process():
         discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
     checkpoint = last_checkpoint(out_dir) if resume else None
+    trainer.add_callback(mark_checkpoints_callback(checkpoint))
     restored = (
         checkpoint is not None
         and not getattr(trainer, "is_deepspeed_enabled", False)  # DeepSpeed restores its own
@@ -83,7 +83,9 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
             trainer.save_model(str(tmp))
             if meta is not None:
                 # the machine trained on beside what it trained: the same code trains other weights on another CPU kind
-                record = {**meta(tmp, seconds), "device": device_stamp()}
+                # the seconds of this sitting, and of every sitting the run was resumed through
+                earlier = float((read_marker(checkpoint) or {}).get("seconds", 0.0)) if checkpoint else 0.0
+                record = {**meta(tmp, seconds), "seconds_total": round(earlier + seconds, 1), "device": device_stamp()}
                 (tmp / "inquire_train.json").write_text(json.dumps(record, default=str))
             write_marker(tmp)
     else:

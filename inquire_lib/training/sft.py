@@ -22,6 +22,7 @@ import torch
 from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark, sft_split
 from ..profiles import Profile, fields_affecting, get_profile
+from ..runs.integrity import finished_output, last_complete_checkpoint
 from ..runs.keys import settings_key
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
 from ..runs.tracking import trainer_tracking, use_tracking
@@ -342,18 +343,28 @@ def sft(
     train: datasets.Dataset | None = None,
     callbacks=None,
     start: str | None = None,
+    rebuild: bool | None = None,
 ) -> TrainResult:
     """Stage 1, from `start` (a full model folder), else the base agent (or the profile's
     checkpoint). Writes `artifacts/<profile>/<name>/` (checkpoints inside) and returns the final
-    path: an adapter with LoRA, else a full model."""
+    path: an adapter with LoRA, else a full model. From the base agent, a result shipped for exactly these
+    settings (`shipped_stages`) is installed instead of trained, and a shipped resume point is gone on
+    from, unless `rebuild` (default: `name` in $INQUIRE_REBUILD, or "all" there) asks to train it here."""
     profile = get_profile(profile)
     share = profile.sft_inquiry_share if inquiry_share is None else inquiry_share
+    steps = max_steps or profile.sft_steps
+    out_dir = artifacts_dir(profile) / name
+    if start is None and train is None and not rebuilds(name, rebuild):
+        shipped = _from_shipped(profile, name, steps, share, out_dir)
+        if isinstance(shipped, TrainResult):
+            return shipped
+        resume = resume or shipped  # a shipped resume point was put in place: go on from it
     return _run_sft(
         profile,
         start=start or base_agent(profile),
-        out_dir=artifacts_dir(profile) / name,
+        out_dir=out_dir,
         inquiry_share=share,
-        steps=max_steps or profile.sft_steps,
+        steps=steps,
         lr=profile.sft_lr,
         warmup=profile.sft_warmup_steps,
         resume=resume,
@@ -361,6 +372,37 @@ def sft(
         callbacks=callbacks,
         track=name,
     )
+
+
+def rebuilds(stage: str, rebuild: bool | None = None) -> bool:
+    """Whether `stage` is trained here even where a result is shipped: `rebuild`, else $INQUIRE_REBUILD
+    (stage names, comma-separated, or "all")."""
+    if rebuild is not None:
+        return rebuild
+    asked = {s.strip() for s in os.environ.get("INQUIRE_REBUILD", "").split(",") if s.strip()}
+    return stage in asked or "all" in asked
+
+
+def _from_shipped(profile: Profile, name: str, steps: int, share: float, out_dir: Path) -> TrainResult | bool:
+    """The shipped result of this stage for these settings, installed into `out_dir`: a finished one is
+    returned; a shipped resume point is the checkpoint the trainer goes on from (True); False: none."""
+    from . import shipped_stages
+
+    if name not in shipped_stages.STAGE_KINDS:
+        return False
+    settings = shipped_stages.stage_settings(profile, name, steps, share)
+    manifest = shipped_stages.find(name, settings, base_agent_key(profile))
+    if manifest is None:
+        return False
+    if manifest["kind"] == "final":
+        final = out_dir / "final"
+        if not finished_output(final):
+            shipped_stages.install(manifest, out_dir, base=base_agent(profile))
+        return TrainResult(str(final), True, [], manifest.get("examples", 0), 0.0)
+    have = last_complete_checkpoint(out_dir)
+    if have is None or int(Path(have).name.split("-")[-1]) < manifest["step"]:
+        shipped_stages.install(manifest, out_dir, base=base_agent(profile))
+    return True
 
 
 def _run_sft(

@@ -13,17 +13,29 @@ class CorruptWeightsError(ValueError):
     """A model file that cannot be trusted: truncated, unreadable, or holding NaN/Inf values."""
 
 
-def mark_checkpoints_callback():
+def mark_checkpoints_callback(resumed_from: str | None = None):
     """A `transformers.TrainerCallback` that writes the completeness marker into each checkpoint
-    once the trainer has saved all of it (weights, optimizer, RNG and trainer state)."""
+    once the trainer has saved all of it (weights, optimizer, RNG and trainer state). The marker also
+    records the training seconds up to that step, summed over the runs it was resumed through (from the
+    marker of `resumed_from`), so a run spread over several sittings still says what it cost."""
+    import time
+
     from transformers import TrainerCallback
 
+    from ..runs.integrity import read_marker
+
+    before = float((read_marker(resumed_from) or {}).get("seconds", 0.0)) if resumed_from else 0.0
+
     class MarkCheckpoints(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.t0 = time.time()
+
         def on_save(self, args, state, control, **kwargs):
             if state.is_world_process_zero:
                 folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 if folder.is_dir():
-                    write_marker(folder, step=state.global_step)
+                    seconds = round(before + time.time() - self.t0, 1)
+                    write_marker(folder, step=state.global_step, seconds=seconds)
 
     return MarkCheckpoints()
 

@@ -1,0 +1,133 @@
+"""Shipped stage results: a later stage's trained adapter kept in the repository as stage 0's agents are,
+so that a stage that costs more than a sitting is paid once.
+
+`assets/stages/<stage>-<key>/` holds either a finished result (`kind` "final": the adapter) or a long run's
+last complete checkpoint (`kind` "resume": adapter, optimizer, scheduler, RNG and trainer state), with a
+manifest: the stage's content key (`stage_key`: the resolved settings that shaped it under its start's key),
+those settings, the command that trains it, the data fingerprint, the step and examples seen, the training
+seconds and the machine. Every file's sha256 is checked before use; a file that differs is one line naming
+it, never used. A stage finds its shipped result by its key only, so a result made under other settings is
+never served.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from ..profiles import Profile, fields_affecting
+from ..runs.integrity import read_marker, sha256_file, write_marker
+from ..runs.keys import settings_key
+from ..runs.paths import REPO_ROOT, atomic_dir
+
+STAGES_ROOT = REPO_ROOT / "assets" / "stages"
+# what a stage's settings are read from (`profiles.AFFECTS`), beside the data and the numerics all stages share
+STAGE_KINDS = {"sft_full": "sft", "sft_weak": "sft", "grpo_full": "grpo", "grpo_weak": "grpo", "grpo_task": "task_grpo"}
+FINAL_FILES = ("adapter_model.safetensors", "adapter_config.json")
+RESUME_FILES = (
+    *FINAL_FILES,
+    "optimizer.pt",
+    "scheduler.pt",
+    "rng_state.pth",
+    "trainer_state.json",
+    "training_args.bin",
+)
+MAX_BYTES = 80 * 1024 * 1024  # one shipped result, all its files
+
+
+class ShippedStageError(ValueError):
+    """A shipped stage result that cannot be used: a file missing or not the one its manifest names."""
+
+
+def stage_settings(profile: Profile, stage: str, steps: int, inquiry_share: float) -> dict:
+    """The resolved settings that shape `stage`: its own fields, the data's and the numerics', and the steps
+    and inquiry share the run was given."""
+    kinds = ("data", "checkpoints", STAGE_KINDS[stage])
+    return {
+        "stage": stage,
+        "steps": steps,
+        "inquiry_share": inquiry_share,
+        **{f: getattr(profile, f) for f in fields_affecting(*kinds)},
+    }
+
+
+def stage_key(settings: dict, parent: str) -> str:
+    """The content key of a stage's result: its settings under the key of what it started from."""
+    return settings_key(settings, parent)
+
+
+def folder_of(stage: str, key: str, root: str | Path | None = None) -> Path:
+    return Path(STAGES_ROOT if root is None else root) / f"{stage}-{key}"
+
+
+def ship(
+    source: str | Path,
+    stage: str,
+    settings: dict,
+    parent: str,
+    command: str,
+    extra: dict | None = None,
+    root: str | Path | None = None,
+) -> dict:
+    """Copy a finished stage output (`final/`) or a complete trainer checkpoint (`checkpoint-N/`) into its
+    shipped folder, written whole or not at all; returns the manifest."""
+    source = Path(source)
+    kind = "resume" if (source / "optimizer.pt").exists() else "final"
+    names = [n for n in (RESUME_FILES if kind == "resume" else FINAL_FILES) if (source / n).exists()]
+    missing = sorted(set(FINAL_FILES) - set(names))
+    if missing:
+        raise ShippedStageError(f"{source}: no {missing[0]}; only an adapter stage can be shipped")
+    size = sum((source / n).stat().st_size for n in names)
+    if size > MAX_BYTES:
+        raise ShippedStageError(f"{source}: {size} bytes, more than the {MAX_BYTES} a shipped stage may hold")
+    key = stage_key(settings, parent)
+    marker = read_marker(source) or {}
+    manifest = {
+        "name": folder_of(stage, key).name,
+        "stage": stage,
+        "kind": kind,
+        "key": key,
+        "parent": parent,
+        "command": command,
+        "step": marker.get("step"),
+        "seconds": marker.get("seconds"),
+        **(extra or {}),
+        "settings": json.loads(json.dumps(settings, default=str)),
+        "files": {n: sha256_file(source / n) for n in names},
+        "bytes": size,
+    }
+    with atomic_dir(folder_of(stage, key, root)) as tmp:
+        for n in names:
+            shutil.copyfile(source / n, tmp / n)
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
+
+
+def find(stage: str, settings: dict, parent: str, root: str | Path | None = None) -> dict | None:
+    """The manifest of the result shipped for exactly these settings and start, or None."""
+    path = folder_of(stage, stage_key(settings, parent), root) / "manifest.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def install(manifest: dict, out_dir: str | Path, base: str, root: str | Path | None = None) -> Path:
+    """Put a shipped result into a stage's output folder after checking every file's sha256: a finished one
+    as `final/` (with `inquire_train.json` naming its `base` and the manifest), a resume point as the
+    `checkpoint-<step>` the trainer goes on from (with its completeness marker). Returns that folder."""
+    src = Path(STAGES_ROOT if root is None else root) / manifest["name"]
+    for name, digest in manifest["files"].items():
+        path = src / name
+        if not path.is_file() or sha256_file(path) != digest:
+            raise ShippedStageError(f"{path}: missing or not the file {src / 'manifest.json'} names (sha256)")
+    out_dir = Path(out_dir)
+    dest = out_dir / ("final" if manifest["kind"] == "final" else f"checkpoint-{manifest['step']}")
+    with atomic_dir(dest) as tmp:
+        for name in manifest["files"]:
+            shutil.copyfile(src / name, tmp / name)
+        if manifest["kind"] == "final":
+            record = {"stage": STAGE_KINDS[manifest["stage"]], "base": base, "adapter": True, "shipped": manifest}
+            (tmp / "inquire_train.json").write_text(json.dumps(record))
+            write_marker(tmp)
+        else:
+            write_marker(tmp, step=manifest["step"], seconds=manifest["seconds"])
+    return dest

@@ -1,0 +1,80 @@
+"""Shipped stage results: a stage's adapter or a long run's last checkpoint, found by its content key, checked
+by sha256, installed instead of trained or gone on from, unless the stage is rebuilt."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from inquire_lib.profiles import apply_overrides
+from inquire_lib.runs.integrity import complete_checkpoints, is_complete
+from inquire_lib.runs.paths import artifacts_dir
+from inquire_lib.training import sft, shipped_stages
+
+pytestmark = pytest.mark.slow  # trains the smoke model a few steps
+
+
+@pytest.fixture()
+def places(tmp_path, monkeypatch):
+    for var, sub in (("INQUIRE_CACHE", "cache"), ("INQUIRE_ARTIFACTS", "artifacts"), ("INQUIRE_RUNS", "runs")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    monkeypatch.delenv("INQUIRE_REBUILD", raising=False)
+    monkeypatch.setattr(shipped_stages, "STAGES_ROOT", tmp_path / "assets" / "stages")
+    return tmp_path
+
+
+def test_a_shipped_resume_point_is_gone_on_from_and_a_shipped_result_is_installed(places, monkeypatch):
+    profile = apply_overrides("smoke", {"sft_steps": 4, "sft_save_steps": 2})
+    first = sft.sft(profile, name="sft_full", inquiry_share=1.0)
+    out = artifacts_dir(profile) / "sft_full"
+    assert [step for step, _ in complete_checkpoints(out)] == [2, 4]  # a run saving part-way keeps them all
+    settings = shipped_stages.stage_settings(profile, "sft_full", 4, 1.0)
+    parent = sft.base_agent_key(profile)
+    m = shipped_stages.ship(out / "checkpoint-2", "sft_full", settings, parent, command="c", extra={"examples": 2})
+    assert (m["kind"], m["step"], m["key"]) == ("resume", 2, shipped_stages.stage_key(settings, parent))
+    assert m["seconds"] > 0 and set(m["files"]) == set(shipped_stages.RESUME_FILES)
+    assert shipped_stages.find("sft_full", settings, parent) == m
+    # another setting is another key: nothing shipped for it
+    assert shipped_stages.find("sft_full", {**settings, "sft_lr": 1.0}, parent) is None
+    assert shipped_stages.find("sft_full", settings, "another-start") is None
+
+    shutil.rmtree(out)
+    from transformers import TrainerCallback
+
+    trained = []
+
+    class Steps(TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            trained.append(state.global_step)
+
+    # no resume asked: the shipped point is put in place and gone on from
+    resumed = sft.sft(profile, name="sft_full", inquiry_share=1.0, callbacks=[Steps()])
+    assert trained == [3, 4] and is_complete(resumed.path)
+    record = json.loads((out / "final" / "inquire_train.json").read_text())
+    assert record["seconds_total"] > record["seconds"]  # the shipped sitting's seconds are counted in
+
+    m = shipped_stages.ship(first.path, "sft_full", settings, parent, command="c")
+    assert m["kind"] == "final" and set(m["files"]) == set(shipped_stages.FINAL_FILES)
+    shutil.rmtree(out)
+    monkeypatch.setattr(sft, "_run_sft", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("trained")))
+    installed = sft.sft(profile, name="sft_full", inquiry_share=1.0)
+    assert installed.seconds == 0.0 and is_complete(installed.path)
+    meta = json.loads((out / "final" / "inquire_train.json").read_text())
+    assert meta["shipped"]["key"] == m["key"] and meta["base"] == sft.base_agent(profile)
+    with pytest.raises(RuntimeError, match="trained"):
+        sft.sft(profile, name="sft_full", inquiry_share=1.0, rebuild=True)
+    monkeypatch.setenv("INQUIRE_REBUILD", "grpo_full,sft_full")
+    with pytest.raises(RuntimeError, match="trained"):
+        sft.sft(profile, name="sft_full", inquiry_share=1.0)
+    monkeypatch.delenv("INQUIRE_REBUILD")
+
+    # a shipped file that is not the one its manifest names is one line, never used
+    shutil.rmtree(out)
+    weights = shipped_stages.STAGES_ROOT / m["name"] / "adapter_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-1] + b"\0")
+    with pytest.raises(shipped_stages.ShippedStageError) as bad:
+        sft.sft(profile, name="sft_full", inquiry_share=1.0)
+    assert str(bad.value).startswith(f"{weights}: missing or not the file") and "\n" not in str(bad.value)
+    assert not (out / "final").exists()
