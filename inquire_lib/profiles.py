@@ -271,7 +271,7 @@ class Profile:
         default=False,
         metadata={
             "help": "the task after the element list instead of first, next to where the answer starts (stage 0 at "
-            "400 steps ignored a task stated first; docs/base_agent.md)",
+            "400 steps ignored a task stated first; docs/lab/base_agent.md)",
             "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
         },
     )
@@ -342,7 +342,7 @@ class Profile:
     # Each fresh task is played by the expert with mistakes at a random step (another app, a click that opens
     # a detour); the steps after them (Back with its reason, then the path with the mistakes in the history)
     # join stage 0's data. Without them no training example shows a detour, and every policy ends the task
-    # there. Measured continuing the curriculum agent 400 steps with 2,000 (docs/base_agent.md): Back first on
+    # there. Measured continuing the curriculum agent 400 steps with 2,000 (docs/lab/base_agent.md): Back first on
     # 36 of 38 detours (0 of 34 before), but after a Back the same mistake 110 times of 163, so 4 of 38 succeed
     recovery_drill_tasks: int = field(
         default=0,
@@ -353,7 +353,7 @@ class Profile:
         },
     )
     # The app is one decision a task, about a fifth of stage 0's rows. The small agent's wrong apps are stable pairs
-    # (a cart -> Wallet, a permission or a reset -> the app it names instead of Settings; docs/small.md), which
+    # (a cart -> Wallet, a permission or a reset -> the app it names instead of Settings; docs/lab/small.md), which
     # more of the same mix teaches slowly (2-8 of 83 held-out `open` steps a 60-step link)
     open_oversample: int = field(
         default=1,
@@ -390,7 +390,7 @@ class Profile:
     copy_warmup_lr: float = field(
         default=1e-3, metadata={"help": "the copy warm-up's learning rate", "affects": ("base_agent",)}
     )
-    # where the circuit forms quickly (docs/base_agent.md: "The agents cannot copy at all")
+    # where the circuit forms quickly (docs/lab/base_agent.md: "The agents cannot copy at all")
     copy_warmup_easy_steps: int = field(
         default=4000,
         metadata={
@@ -409,7 +409,7 @@ class Profile:
         default=24, metadata={"help": "the easy part's longest gap, in tokens", "affects": ("base_agent",)}
     )
     # Copy rows (`training.warmup.copy_records`): a marked string of random tokens in the prompt, copied as the
-    # answer. Measured (docs/base_agent.md): a quarter of 1,200 steps from the warmed model keeps 0.55 of
+    # answer. Measured (docs/lab/base_agent.md): a quarter of 1,200 steps from the warmed model keeps 0.55 of
     # strings of 10 copied (0.19 without), yet the held-out `type` values' later tokens are right 88/178 (100/178 without)
     copy_mix_share: float = field(
         default=0.0,
@@ -444,7 +444,7 @@ class Profile:
     # 0 uses the benchmark's training split, whose values stage 0 has already seen several times; fresh tasks
     # keep SFT from lowering its loss by recalling a value stage 0 memorised. Measured on the cpu profile from
     # the curriculum agent (150 steps, 160 held-out tasks): `type` 10/76 -> 16/76 with 2,000, task SR 0.27 -> 0.28
-    # (docs/base_agent.md)
+    # (docs/lab/base_agent.md)
     sft_tasks: int = field(
         default=0,
         metadata={
@@ -454,7 +454,7 @@ class Profile:
         },
     )
     # 1,000 from the drilled agent keep its Back (32 of 41 detours): task SR 0.33 (0.26-0.41) vs 0.28
-    # (docs/base_agent.md)
+    # (docs/lab/base_agent.md)
     sft_recovery_tasks: int = field(
         default=0,
         metadata={
@@ -570,7 +570,7 @@ class Profile:
     # than the start has mistakes. sft_full on 400 tasks: 1,525 mistakes, 122 needless and 35 missed inquiries
     # among them. From full SFT at 0.1 (from the follow-ups, 0.1): 15 / 13 / 19 of 160 episodes with a needless
     # ask over three seeds (22 / 21 / 15 without); from sft_weak +15.0 / -7.0 / +34.0 points of step ISR, so off
-    # (docs/grpo_inquiry_gain.md)
+    # (docs/lab/grpo_inquiry_gain.md)
     grpo_mistake_share: float = field(
         default=0.0,
         metadata={"help": "the share of GRPO prompts that are the start's own mistakes", "affects": ("grpo",)},
@@ -680,7 +680,7 @@ class Profile:
     # The first bias (nearest zero first) whose validation tasks, played online, keep the share of episodes
     # with a needless inquiry at most `select_bias_max_needless_episodes`, else the lowest share; the step and task
     # evaluations play the checkpoint with it (`training.checkpoints.ask_bias_of`). From full SFT every seed
-    # needed -6 and lost 24.5-55 points of step ISR (docs/grpo_inquiry_gain.md)
+    # needed -6 and lost 24.5-55 points of step ISR (docs/lab/grpo_inquiry_gain.md)
     select_ask_biases: tuple[float, ...] = field(
         default=(),
         metadata={
@@ -847,7 +847,7 @@ class Profile:
         return self.model.startswith("tiny:")
 
 
-# stage 2's settings the cpu runs chose (docs/grpo_inquiry_gain.md); the gpu profile carries them too
+# stage 2's settings the cpu runs chose (docs/lab/grpo_inquiry_gain.md); the gpu profile carries them too
 GRPO_FINDINGS = dict(
     needless_penalty=1.5,
     grpo_inquiry_share=0.5,
@@ -923,7 +923,7 @@ PROFILES: dict[str, Profile] = {
         missed_penalty=2.0,
         grpo_seeds=3,
         parallel_runs=2,
-        # stage 2 as docs/grpo_inquiry_gain.md measured it from sft_weak over three seeds (+45.5, +40.0,
+        # stage 2 as docs/lab/grpo_inquiry_gain.md measured it from sft_weak over three seeds (+45.5, +40.0,
         # +35.0 points of step ISR; 11, 13 and 5 of 160 episodes with a needless ask): a needless ask
         # costs 1.5, half the prompts need an inquiry and a fifth follow one, 5% are states off the
         # path, an ask after "not needed" costs 2 more, and validation plays its tasks online
@@ -943,7 +943,7 @@ PROFILES: dict[str, Profile] = {
     # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
     # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
     # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
-    # (~13k tokens); docs/scaling.md has the arithmetic. GRPO keeps what the cpu runs showed:
+    # (~13k tokens); docs/lab/scaling.md has the arithmetic. GRPO keeps what the cpu runs showed:
     # a missed ask costs 2.0 (0.5/0.5 drowns the ask-or-act gap), stage 2's findings (GRPO_FINDINGS), the
     # top-20% entropy mask, a KL term, a checkpoint every 50 steps chosen on validation.
     "gpu": Profile(
@@ -982,7 +982,7 @@ PROFILES: dict[str, Profile] = {
 # The cpu base agent's curriculum (shipped beside it): 1,200 more stage-0 steps from the shipped
 # 2,500-step agent, on every action step of 5,000 fresh tasks plus the copy drill of 3,000 more, lr 5e-4,
 # so no value repeats and only copying lowers the loss. On the 160 held-out tasks: `type` 6/76 -> 28/76,
-# safe-step accuracy 0.79 -> 0.83, safe tasks SR 0.30 -> 0.51 (docs/base_agent.md). `--set` each item to use it.
+# safe-step accuracy 0.79 -> 0.83, safe tasks SR 0.30 -> 0.51 (docs/lab/base_agent.md). `--set` each item to use it.
 CPU_BASE_AGENT_CURRICULUM = {
     "base_agent_init": "base-agent-45303721495d",
     "base_agent_tasks": 5000,
@@ -1006,7 +1006,7 @@ SMALL_BASE_AGENT_CURRICULUM = {
 # trained for stage 0) with short stages (40 SFT steps of 12 examples, each inquiry step 8 times), a small test
 # (20 held-out tasks, inquiry probes up to 40 inquiry steps), GRPO groups of 4 completions for 2 prompts, one
 # thread (another job may hold the other core) and two ablation points (`ABLATION_GRIDS`), so that all seven
-# notebooks run in a sitting on 2 cores; its measured times and what it shows are in docs/log.md
+# notebooks run in a sitting on 2 cores; its measured times and what it shows are in docs/lab/log.md
 PROFILES["quick"] = PROFILES["cpu"].replace(
     name="quick",
     base_agent_from="cpu",
@@ -1085,7 +1085,7 @@ DEFAULT_PROFILE = "quick"
 
 # the ablation variants (notebook 07, `ablations.VARIANTS`) of a profile that runs fewer than all of them; the
 # others are skipped with the reason. quick's two points are the sft group's reference and the largest effect
-# measured on cpu (docs/log.md: pixels only, -30.4 points of safe-step accuracy), so its sweep shows an effect
+# measured on cpu (docs/lab/log.md: pixels only, -30.4 points of safe-step accuracy), so its sweep shows an effect
 # with its interval in minutes; without the reasoning the quick agent's evaluation alone took 5.5 min here
 ABLATION_GRIDS: dict[str, tuple[str, ...]] = {"quick": ("sft_baseline", "sft_no_a11y")}
 

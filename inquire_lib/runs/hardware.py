@@ -10,7 +10,7 @@ from ..profiles import Profile
 
 
 # the CPU flags that change which kernels torch runs, and so what a run trains: the same code and seed
-# give other starts with and without AVX-512 (docs/log.md)
+# give other starts with and without AVX-512 (docs/lab/log.md)
 KERNEL_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")
 
 
@@ -39,7 +39,7 @@ def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
 
 # bf16 is used only where a bf16 matmul beats fp32's by this factor. The flag alone does not decide: on an
 # AMD EPYC with AVX-512 BF16 a bf16 matmul of the small model's shapes ran ~2.4x fp32, on an Intel Xeon
-# with the same flag 0.55x (docs/log.md), and autocast adds a cast of every weight on top
+# with the same flag 0.55x (docs/lab/log.md), and autocast adds a cast of every weight on top
 BF16_MIN_SPEEDUP = 1.25
 
 

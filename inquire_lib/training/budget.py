@@ -1,6 +1,6 @@
 """Memory and time of a training step, estimated from the model's shape and the step's tokens.
 
-ESTIMATES, not measurements: `docs/scaling.md` prints `memory_table()`; `tests/test_budget.py`
+ESTIMATES, not measurements: `docs/lab/scaling.md` prints `memory_table()`; `tests/test_budget.py`
 checks `estimate_memory` against the tiny model's measured peak on CPU. The terms (bytes):
 
     weights      4-bit NF4 (QLoRA: ~0.53 B/param for the language model's linear layers) or 16-bit,

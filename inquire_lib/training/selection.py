@@ -197,7 +197,7 @@ def choose_ask_bias(
     Why: a checkpoint that meets the online bound on 80 validation episodes by a hair tends to exceed it
     on the held-out tasks (the first candidate under a noisy bound is the lucky side of its noise), and
     what needs to move is how often it asks, which a bias moves along the checkpoint's operating curve.
-    Measured on the cpu profile from full SFT (docs/grpo_inquiry_gain.md): every seed needed -6, which kept
+    Measured on the cpu profile from full SFT (docs/lab/grpo_inquiry_gain.md): every seed needed -6, which kept
     its episodes within the bound at 24.5-55 points of step ISR, since its needless asks online are as
     confident as its due ones; so no profile turns it on."""
     tasks = validation_tasks(profile)

@@ -18,7 +18,7 @@ varies widely and counting back a fixed number of positions does not pay (traine
 strings without gaps, the tiny model learns heads that look 7 or 11 positions back: a copier of about
 a dozen tokens and nothing beyond; `evaluation.copying.copy_attention` shows it).
 
-Measured through this code on the cpu tiny model from random weights (docs/base_agent.md): after the 4,000-step
+Measured through this code on the cpu tiny model from random weights (docs/lab/base_agent.md): after the 4,000-step
 seed, 0.96 of a 64-token string copied (0.01 with every token); after 1,000 steps of the main part,
 with every token, 0.85 of strings of 8 and 0.80 across a gap of 100 (0.44 across 200, 0.00 across 400).
 Off by default: 300 steps of stage 0 at its rate from that model leave 0.12 of strings of 10 copied
@@ -43,7 +43,7 @@ from .fit import TrainResult, fit
 from .models import load_model_and_processor
 
 # sequences per optimizer step: 32 strings of 3-8 tokens from 64 tokens formed the circuit in about
-# 1,000 steps from random weights (docs/base_agent.md); 8 a step formed only heads that look a fixed distance back
+# 1,000 steps from random weights (docs/lab/base_agent.md); 8 a step formed only heads that look a fixed distance back
 BATCH = 32
 LENGTHS = (3, 8)  # tokens in the string that is copied
 
