@@ -174,7 +174,7 @@ def run_episodes(
     each step's `screen` object (for screenshots) still attached."""
     max_steps = max_steps or profile.max_episode_steps
     frame = frame_for(profile)
-    envs = [PhoneEnv(max_steps=max_steps) for _ in tasks]
+    envs = [PhoneEnv(max_steps=max_steps, user_answers=profile.user_answers) for _ in tasks]
     obs = [env.reset(t) for env, t in zip(envs, tasks)]
     shots = [render(o.screen) for o in obs]
     prev = [None] * len(tasks)
