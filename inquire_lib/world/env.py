@@ -61,6 +61,9 @@ class EpisodeState:
     asks: int = 0  # every call_user
     unanswered: int = 0  # asks at an inquiry step that named nothing it misses
     repeats: int = 0  # asks for what the user had already answered
+    # answers the older user gave to questions the content user would not answer: how much of a result
+    # with user_answers="any" stands on them
+    answered_vague: int = 0
     invalid: int = 0
     steps: int = 0
     done: bool = False
@@ -145,6 +148,7 @@ class PhoneEnv:
             "answered": len(s.asked),
             "unanswered": s.unanswered,
             "repeats": s.repeats,
+            "answered_vague": s.answered_vague,
             "asks_needed": len(required),
             "invalid": s.invalid,
             "steps": s.steps,
@@ -201,6 +205,7 @@ class PhoneEnv:
         s.asks += 1
         inquiry = step.inquiry if step is not None else None
         if inquiry is not None and self._answers(question, step):
+            s.answered_vague += not answerable(self.task.subcategory, question, inquiry.need)
             s.asked.add(s.idx)
             s.idx += 1
             return inquiry.reply
