@@ -264,6 +264,8 @@ class TaskReward:
                     "format_scores": scores,
                     "total": parts["total"],
                     "components": {k: parts[k] for k in COMPONENTS},
+                    # the user's side of the episode: asks made, answered, refused and repeated
+                    "questions": {k: info.get(k) for k in ("asks", "answered", "unanswered", "repeats", "asks_needed")},
                 }
             )
         if callable(log_metric) and parts_all:
