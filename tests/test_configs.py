@@ -93,9 +93,13 @@ def test_defaults_live_in_the_profile_only():
 
     default = Profile(name="default")
     [inquiry] = build_reward_funcs(["inquiry"])  # no profile: the Profile's defaults
-    assert inquiry.params == {"missed_penalty": default.missed_penalty, "needless_penalty": default.needless_penalty}
+    assert inquiry.params == {
+        "missed_penalty": default.missed_penalty,
+        "needless_penalty": default.needless_penalty,
+        "judge_questions": default.user_answers == "content",
+    }
     [inquiry] = build_reward_funcs(["inquiry"], get_profile("cpu"))
-    assert inquiry.params == {"missed_penalty": 2.0, "needless_penalty": 1.5}
+    assert inquiry.params == {"missed_penalty": 2.0, "needless_penalty": 1.5, "judge_questions": True}
 
 
 def test_the_record_is_the_configs_own_dict(tmp_path, monkeypatch):
