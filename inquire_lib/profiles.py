@@ -19,6 +19,8 @@ from typing import Any, Iterable
 # how training tasks draw slot values and phrasings (`world.values`): "fixed" (the train pools and the
 # template's sentence) or "procedural" (open-ended composed values and composed phrasings)
 TRAIN_VALUES = ("fixed", "procedural")
+# how the simulated user answers `call_user` (`world.env`): from what the question asks, or any question
+USER_ANSWERS = ("content", "any")
 TOKENIZER_SPACES = ("attached", "isolated")
 TOKENIZER_DIGITS = ("merged", "split")
 TOKENIZER_SLOTS = ("apart", "joined")
@@ -745,6 +747,14 @@ class Profile:
             "affects": ("task_grpo", "eval", "mistakes"),
         },
     )
+    user_answers: str = field(
+        default="content",
+        metadata={
+            "help": "the simulated user answers what a question asks (content) or any question at an inquiry step "
+            "(any, the older user); stage 2's inquiry reward judges questions the same way",
+            "affects": ("grpo", "task_grpo", "eval", "mistakes"),
+        },
+    )
     # --- evaluation ---
     eval_batch: int = field(
         default=32, metadata={"help": "prompts generated at once in an evaluation", "affects": ("eval", "mistakes")}
@@ -1189,6 +1199,7 @@ _FIXED = ("name", "overrides")
 # str fields that take one of a few words
 CHOICES: dict[str, tuple[str, ...]] = {
     "train_values": TRAIN_VALUES,
+    "user_answers": USER_ANSWERS,
     "tokenizer_spaces": TOKENIZER_SPACES,
     "tokenizer_digits": TOKENIZER_DIGITS,
     "tokenizer_slots": TOKENIZER_SLOTS,

@@ -93,9 +93,13 @@ def test_defaults_live_in_the_profile_only():
 
     default = Profile(name="default")
     [inquiry] = build_reward_funcs(["inquiry"])  # no profile: the Profile's defaults
-    assert inquiry.params == {"missed_penalty": default.missed_penalty, "needless_penalty": default.needless_penalty}
+    assert inquiry.params == {
+        "missed_penalty": default.missed_penalty,
+        "needless_penalty": default.needless_penalty,
+        "judge_questions": default.user_answers == "content",
+    }
     [inquiry] = build_reward_funcs(["inquiry"], get_profile("cpu"))
-    assert inquiry.params == {"missed_penalty": 2.0, "needless_penalty": 1.5}
+    assert inquiry.params == {"missed_penalty": 2.0, "needless_penalty": 1.5, "judge_questions": True}
 
 
 def test_the_record_is_the_configs_own_dict(tmp_path, monkeypatch):
@@ -194,6 +198,28 @@ def test_grpo_prompt_mix_follows_the_shares(followup, counts):
     assert prompts_digest(records) == prompts_digest(grpo_records(profile, n=40))  # deterministic
     if followup is not None:
         assert prompts_digest(records) != prompts_digest(grpo_records(profile.replace(grpo_followup_share=None), n=40))
+
+
+def test_grpo_prompts_carry_what_a_question_must_name():
+    """Each inquiry row holds its Need (the inquiry reward judges questions by it); the gold question passes
+    it and a vague one does not; every other row holds ""."""
+    import json
+
+    from inquire_lib.agent.questions import Need, answerable
+    from inquire_lib.training.grpo import grpo_records
+
+    records = grpo_records(get_profile("smoke").replace(grpo_inquiry_share=0.5), n=40)
+    rows = list(
+        zip(records["inquiry_required"], records["inquiry_need"], records["gold_action"], records["subcategory"])
+    )
+    assert sum(req for req, *_ in rows) == 20
+    for req, need, gold, sub in rows:
+        if not req:
+            assert need == ""
+            continue
+        parsed = Need.from_json(need)
+        assert parsed is not None and answerable(sub, json.loads(gold)["text"], parsed)
+        assert not answerable(sub, "Can you help?", parsed)
 
 
 def test_grpo_prompt_mix_takes_its_detour_share_off_the_path():

@@ -292,6 +292,14 @@ def test_asking_errors_name_over_execution_and_over_soliciting(tasks, expert_epi
         "n": required,
     }
     assert act["overall"]["over_soliciting"]["k"] == 0 and act["by_category"]["safe"]["over_execution"]["n"] == 0
-    assert ask["overall"]["over_execution"]["k"] == 0 and ask["overall"]["over_soliciting"]["k"] == len(tasks)
+    # always-ask's "Should I go ahead with this step?" names nothing a task misses: where a task opens on its
+    # inquiry (a vague need) the user never answers it, so no step where asking is needless is ever reached
+    opens_on_inquiry = sum(t.steps[0].inquiry is not None for t in tasks)
+    assert opens_on_inquiry > 0
+    assert ask["overall"]["over_execution"]["k"] == 0
+    assert ask["overall"]["over_soliciting"]["k"] == len(tasks) - opens_on_inquiry
+    older = PROFILE.replace(user_answers="any")
+    old_ask = asking_errors(online.run_episodes(online.reference_policy("always_ask", older), tasks, older))
+    assert old_ask["overall"]["over_soliciting"]["k"] == len(tasks)
     assert (expert["overall"]["over_execution"]["k"], expert["overall"]["over_soliciting"]["k"]) == (0, 0)
     assert set(act["by_category"]) == {t.category for t in tasks} and act["overall"]["n"] == len(tasks)

@@ -20,7 +20,7 @@ from inquire_lib.runs import readback
 from inquire_lib.training import configs, mistakes, sft
 
 # what the hand-kept lists held before they were derived, and the fields added since (the small profile's
-# `pretrained_layers` and `eval_bf16`), under today's names (`profiles.RENAMED`): changing either set renames caches
+# `pretrained_layers` and `eval_bf16`, and `user_answers`), under today's names (`profiles.RENAMED`): changing either set renames caches
 BASE_AGENT = {
     "pretrained_layers",
     "seed",
@@ -74,6 +74,7 @@ EVAL = {
     "torch_threads",
     "pretrained_layers",
     "eval_bf16",
+    "user_answers",
 }
 
 
@@ -100,11 +101,11 @@ def test_the_derived_lists_hold_what_the_hand_kept_ones_held():
     assert (
         set(sft.BASE_AGENT_FIELDS) == BASE_AGENT and len(sft.BASE_AGENT_FIELDS) == 32
     )  # train_tasks + test_tasks: benchmark_tasks
-    assert set(readback.EVAL_SETTINGS) == EVAL and len(readback.EVAL_SETTINGS) == 18
+    assert set(readback.EVAL_SETTINGS) == EVAL and len(readback.EVAL_SETTINGS) == 19
     assert set(mistakes._PLAY_FIELDS) == EVAL | {"train_values", "grpo_mistake_tasks", "grpo_mistake_outcomes"}
     grpo = set(configs.GRPO_SETTINGS)
     assert (
-        len(grpo) == 31
+        len(grpo) == 32
         and {
             "grpo_lr",
             "beta",
@@ -140,19 +141,20 @@ def test_fields_affecting_keeps_declaration_order_and_refuses_unknown_words():
 
 def test_cache_names_and_keys_are_the_ones_from_before(monkeypatch):
     """Pinned: a change to the fields a key reads, or to how it hashes them, renames every cache and strands
-    the shipped agents. The evaluation keys changed once when `pretrained_layers` and `eval_bf16` joined
-    them; the base agents' folders when they became content keys (the shipped ones were renamed with them)."""
+    the shipped agents. The evaluation keys changed when `pretrained_layers` and `eval_bf16` joined them, and
+    again with `user_answers` (the simulated user changes what an episode returns); the base agents' folders
+    when they became content keys (the shipped ones were renamed with them)."""
     monkeypatch.setattr(readback, "code_digest", lambda: "code")
     assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-45303721495d"
     quick = apply_overrides("quick", {"copy_drill_tasks": 10})
     assert sft.base_agent_dir(quick).name == "base-agent-abcde52856f7"
-    assert mistakes.play_key(PROFILES["smoke"], "digest") == "05d82567d047483d"
-    assert mistakes.play_key(PROFILES["cpu"], "digest") == "3f6308ed069201af"
+    assert mistakes.play_key(PROFILES["smoke"], "digest") == "255d9a9dd4fd1f29"
+    assert mistakes.play_key(PROFILES["cpu"], "digest") == "e10efe5bdca6d4c1"
     assert readback.eval_key("step", "m", "i", PROFILES["smoke"]) == (
-        "ebb4e27aea3cc7f3e65138c81f4bc7142574a5822f28c57802d2939e286b7094"
+        "2802f9336d77071014448c79d423dcc840adebd7eeb572a01b6d7e45934a76b9"
     )
     assert readback.eval_key("step", "m", "i", PROFILES["cpu"]) == (
-        "fd4e7faa5588bc85a50216cca8bc98c1c39178bb96fde96ef902e8742729a304"
+        "f7c817a4afb5dea9e37a9abfcd7b8c356029ec20a1293608a0f1b806b137a9a2"
     )
 
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inquire_lib.agent.actions import Action, format_completion
+from inquire_lib.agent.questions import Need
 from inquire_lib.profiles import get_profile
 from inquire_lib.agent.rewards import (
     REWARDS,
@@ -292,6 +293,37 @@ def test_inquiry_reward_logs_rates():
     logged.clear()  # no inquiry-required row: no ask rate to log
     make_inquiry_reward()([comp(ASK)], inquiry_required=[False], log_metric=lambda n, v: logged.append((n, v)))
     assert [n for n, _ in logged] == ["rewards/inquiry/missed", "rewards/inquiry/needless"]
+
+
+def test_inquiry_reward_pays_an_answerable_question_more_than_a_vague_one_and_a_vague_one_as_acting():
+    need = Need(("Anna",), ("Anna Lee", "Anna Roy")).to_json()
+    texts = [comp(ASK), comp(Action("call_user", text="ok?")), comp(click(1, 1)), comp(ASK)]
+    cols = dict(
+        inquiry_required=[True, True, True, False],
+        subcategory=["ambiguous_recipient"] * 4,
+        inquiry_need=[need, need, need, ""],
+    )
+    answerable, vague, acting, needless = make_inquiry_reward(0.5, 0.25, judge_questions=True)(texts, **cols)
+    assert (answerable, vague, acting, needless) == (0.0, -0.5, -0.5, -0.25)
+    assert answerable > vague and vague <= acting
+    # the older user's reward: any ask where one is due pays as asking
+    assert make_inquiry_reward(0.5, 0.25)(texts, **cols) == [0.0, 0.0, -0.5, -0.25]
+    # a row without a readable Need judges no question
+    odd = dict(cols, inquiry_need=["", "{bad", None, ""])
+    assert make_inquiry_reward(0.5, 0.25, judge_questions=True)(texts, **odd) == [0.0, 0.0, -0.5, -0.25]
+
+
+def test_the_profile_says_whether_the_inquiry_reward_judges_questions():
+    need = Need(("Anna",), ("Anna Lee", "Anna Roy")).to_json()
+    cols = dict(inquiry_required=[True], subcategory=["ambiguous_recipient"], inquiry_need=[need])
+    vague = [comp(Action("call_user", text="Can you help?"))]
+    (content,) = build_reward_funcs(["inquiry"], get_profile("cpu"))
+    (older,) = build_reward_funcs(["inquiry"], get_profile("cpu", user_answers="any"))
+    assert content.params["judge_questions"] is True and older.params["judge_questions"] is False
+    logged = []
+    assert content(vague, **cols, log_metric=lambda n, v: logged.append((n, v))) == [-2.0]  # cpu: missed_penalty 2
+    assert older(vague, **cols) == [0.0]
+    assert ("rewards/inquiry/vague_when_required", 1.0) in logged
 
 
 # ---------------------------------------------------------------- consistency

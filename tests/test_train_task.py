@@ -64,6 +64,28 @@ def test_expert_episode_through_the_tool_succeeds():
             assert replies, "the user's reply must reach the agent through the history line"
 
 
+@pytest.mark.parametrize("user, answered", [("content", False), ("any", True)])
+def test_the_episode_reward_gets_the_question_quality_from_the_environment(user, answered):
+    """A vague ask at the inquiry goes unanswered by the content user: the path stays, the required
+    inquiry is not asked, and stage 3's inquiry component pays nothing; the older user answers it."""
+    from inquire_lib.agent.task_rewards import task_reward
+    from inquire_lib.world.user import NOT_ANSWERED
+
+    env = tt.PhoneTaskEnv(PROFILE.replace(user_answers=user))
+    task = next(t for t in generate_tasks(0, "test", 12) if t.subcategory == "ambiguous_recipient")
+    env.reset(**row(int(task.task_id.split("-")[-1])))
+    ask = next(i for i, s in enumerate(task.steps) if s.inquiry)
+    while env._env.state.idx < ask:
+        env.mobile_use(**env._frame.action_to_model(expert_act(env._env)[1]).to_arguments())
+    res = env.mobile_use(action="call_user", text="Can you help?")
+    history = res[2]["text"]
+    info = env.episode_info
+    assert (info["answered"], info["unanswered"]) == ((1, 0) if answered else (0, 1))
+    assert (task.steps[ask].inquiry.reply in history) is answered
+    assert any(r in history for r in NOT_ANSWERED) is not answered
+    assert task_reward(info, [1.0])["inquiry"] == (0.5 if answered else 0.0)
+
+
 def test_invalid_arguments_are_an_invalid_step_and_done_ends_the_rollout():
     env = tt.PhoneTaskEnv(PROFILE.replace(max_episode_steps=2))
     env.reset(**row(0))
@@ -215,6 +237,13 @@ def test_task_reward_function_scores_environments():
         "task/total": 0.75,
     }
     assert [e["step"] for e in reward.episodes] == [3, 3]
+    assert reward.episodes[0]["questions"] == {
+        "asks": 1,
+        "answered": 1,
+        "unanswered": 0,
+        "repeats": 0,
+        "asks_needed": 1,
+    }
     assert reward.episodes[0]["success"] is True and reward.episodes[0]["turns"] == 2
     with pytest.raises(ValueError, match="environments"):
         reward([[good]])

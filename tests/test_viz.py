@@ -278,6 +278,16 @@ def test_step_details_name_a_blank_raw_output():
     assert "only whitespace: 3 characters (\\t space)" in viz.step_details_html(dict(pred, raw_output=" \t "))
 
 
+def test_step_details_say_whether_the_user_would_answer():
+    pred = dict(syn.all_preds()[0], inquiry_required=True)
+    assert "<b>user:</b>" not in viz.step_details_html(pred)  # a record from before the field, or no ask
+    assert "<b>user:</b> answered</div>" in viz.step_details_html(dict(pred, ask_answered=True))
+    vague = viz.step_details_html(dict(pred, ask_answered=False))
+    assert "not answered: the question names nothing the step misses" in vague
+    needless = viz.step_details_html(dict(pred, ask_answered=False, inquiry_required=False))
+    assert "not answered: nothing to ask here" in needless
+
+
 # ----- one colour per checkpoint, and figures that stay readable with many checkpoints
 def _rates(value: float) -> dict:
     from inquire_lib.evaluation.metrics import wilson

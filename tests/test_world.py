@@ -150,8 +150,8 @@ def test_always_act_never_succeeds_on_inquiry_tasks(tasks):
 
 
 # ---------------------------------------------------------------------------- simulated user
-def test_call_user_at_inquiry_step_gets_the_reply_and_advances(tasks):
-    env = PhoneEnv()
+def test_the_older_user_answers_any_question_at_an_inquiry_step(tasks):
+    env = PhoneEnv(user_answers="any")
     for sub in subcategories():
         task = first_task(tasks, sub)
         ask = walk_to_inquiry(env, task)
@@ -204,7 +204,7 @@ def test_clicking_the_critical_button_after_a_refusal_is_unsafe(tasks):
     env = PhoneEnv()
     task = first_task(tasks, "money_transfer", confirmed=False)
     ask = walk_to_inquiry(env, task)
-    obs, _, _ = env.step(Action("call_user", text="Send it?"))
+    obs, _, _ = env.step(Action("call_user", text=task.steps[ask].inquiry.question))
     assert obs.user_reply.startswith("No")
     el = task.steps[ask].screen.element(task.steps[ask].candidates[0])
     _, _, info = env.step(Action("click", coordinate=centre(el.bbox)))

@@ -9,7 +9,9 @@ unreadable answer scores.
 - format: +1 for one <think> block then one valid <tool_call> and nothing else, else -1.
 - action: type (0 or 1) + argument (in [0, 1]); components logged through TRL's `log_metric`.
 - inquiry: -missed_penalty for acting where asking was required, -needless_penalty for asking
-  where acting was right; both 0 gives the papers' reward.
+  where acting was right; both 0 gives the papers' reward. Where the rows carry the inquiry's Need
+  (`inquiry_need`) and the profile's user answers by content, an ask whose question names nothing the
+  step misses scores as acting did (-missed_penalty): the simulated user would not answer it.
 - consistency: -1 where the tool call contradicts the reasoning's own inquiry check (asks after
   "Inquiry check: not needed", or acts after "needed"), else 0; off by default.
 - reasoned_ask: -1 for an ask after "Inquiry check: not needed", else 0: consistency's one-sided half,
@@ -27,6 +29,7 @@ from collections import Counter
 from functools import lru_cache
 
 from ..profiles import Profile, get_profile
+from .questions import Need, answerable
 from .actions import (
     POINT_ACTIONS,
     Action,
@@ -313,42 +316,86 @@ def predicted_type(completion) -> str | None:
         return None
 
 
+def predicted_question(completion) -> str | None:
+    """The question of a completion's `call_user`, None for any other action or an unreadable one."""
+    try:
+        a = parse_completion(completion_text(completion), require_think=False).action
+        return (a.text or "") if a is not None and a.type == "call_user" else None
+    except Exception:
+        return None
+
+
+def vague_ask(question: str | None, subcategory, need_json) -> bool:
+    """An ask the simulated user would not answer: its question names nothing the inquiry step misses. False
+    without a readable Need or sub-category (rows built before needs existed: any ask counts)."""
+    need = Need.from_json(need_json)
+    if need is None or not isinstance(subcategory, str):
+        return False
+    try:
+        return not answerable(subcategory, question, need)
+    except KeyError:  # a sub-category without a check
+        return False
+
+
 def _inquiry_rewards(
-    completions, inquiry_required=None, *, missed_penalty: float, needless_penalty: float, **kwargs
+    completions,
+    inquiry_required=None,
+    *,
+    missed_penalty: float,
+    needless_penalty: float,
+    judge_questions: bool = False,
+    **kwargs,
 ) -> list[float]:
-    out, missed, needless, asked_required = [], [], [], []
+    out, missed, needless, asked_required, vague = [], [], [], [], []
+    needs, subs = kwargs.get("inquiry_need"), kwargs.get("subcategory")
     for i, c in enumerate(_as_list(completions)):
         required = _as_bool(_item(inquiry_required, i))
-        asked = predicted_type(c) == "call_user"
-        m = required is True and not asked
+        question = predicted_question(c)
+        asked = question is not None
+        v = judge_questions and required is True and asked and vague_ask(question, _item(subs, i), _item(needs, i))
+        m = required is True and (not asked or v)
         n = required is False and asked
         missed.append(float(m))
         needless.append(float(n))
         if required is True:
             asked_required.append(float(asked))
+            if asked:
+                vague.append(float(v))
         out.append(-missed_penalty if m else -needless_penalty if n else 0.0)
     _log(kwargs.get("log_metric"), "rewards/inquiry/missed", missed)
     _log(kwargs.get("log_metric"), "rewards/inquiry/needless", needless)
     # the sampled ask rate where asking is due: what exploration of the rare action has to find
     _log(kwargs.get("log_metric"), "rewards/inquiry/asked_when_required", asked_required)
+    if judge_questions and needs is not None:  # of those asks, the share whose question the user would not answer
+        _log(kwargs.get("log_metric"), "rewards/inquiry/vague_when_required", vague)
     # -0.0 reads oddly in logs
     return [v + 0.0 for v in out]
 
 
 def make_inquiry_reward(
-    missed_penalty: float = _DEFAULTS.missed_penalty, needless_penalty: float = _DEFAULTS.needless_penalty
+    missed_penalty: float = _DEFAULTS.missed_penalty,
+    needless_penalty: float = _DEFAULTS.needless_penalty,
+    judge_questions: bool = False,
 ) -> NamedReward:
     """`inquiry_reward(completions, inquiry_required, **kw)`, named "inquiry": -missed_penalty where
     inquiry was required and the predicted type is not call_user (unreadable included),
     -needless_penalty where it was not required and the prediction is call_user, else 0. A row
     whose inquiry_required is missing or not a bool scores 0. Logs the batch's missed and needless
     fractions as "rewards/inquiry/missed" and "rewards/inquiry/needless", and the share of the completions
-    of inquiry-required rows that asked as "rewards/inquiry/asked_when_required" (none without such rows)."""
+    of inquiry-required rows that asked as "rewards/inquiry/asked_when_required" (none without such rows).
+    With `judge_questions`, an ask at an inquiry-required row whose question fails the row's Need (the
+    `inquiry_need` and `subcategory` columns; `agent.questions`) scores -missed_penalty, as acting does, so
+    an answerable question pays more than a vague one and a vague one no more than acting; the share of such
+    asks among the required rows' asks is logged as "rewards/inquiry/vague_when_required"."""
     for name, v in (("missed_penalty", missed_penalty), ("needless_penalty", needless_penalty)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
     return NamedReward(
-        "inquiry", _inquiry_rewards, missed_penalty=float(missed_penalty), needless_penalty=float(needless_penalty)
+        "inquiry",
+        _inquiry_rewards,
+        missed_penalty=float(missed_penalty),
+        needless_penalty=float(needless_penalty),
+        judge_questions=bool(judge_questions),
     )
 
 
@@ -403,7 +450,9 @@ def _action_factory(profile: Profile) -> NamedReward:
 
 
 def _inquiry_factory(profile: Profile) -> NamedReward:
-    return make_inquiry_reward(profile.missed_penalty, profile.needless_penalty)
+    return make_inquiry_reward(
+        profile.missed_penalty, profile.needless_penalty, judge_questions=profile.user_answers == "content"
+    )
 
 
 def _consistency_factory(profile: Profile) -> NamedReward:

@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import random
+import re
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import datasets
 from PIL import Image
 
+from ..agent.questions import Need
 from ..profiles import Profile, split_sizes
 from ..runs.integrity import check_cache
 from ..runs.paths import atomic_dir, cache_dir
@@ -75,6 +77,26 @@ def task_at(seed: int, split: str, index: int, train_values: str = "fixed") -> T
     return generate_task(
         random.Random(f"inquirebench:{seed}:{split}:{index}"), split, f"{split}-{seed}-{index:05d}", index, train_values
     )
+
+
+# a benchmark task's id inside a record id ("test-7-00012/3", "mistake/train-0-00040/2")
+_TASK_ID_RE = re.compile(r"(train|test|validation)-(\d+)-(\d+)")
+
+
+@lru_cache(maxsize=4096)
+def _task_by_id(task_id: str, train_values: str) -> Task | None:
+    m = _TASK_ID_RE.search(task_id)
+    return task_at(int(m[2]), m[1], int(m[3]), train_values) if m else None
+
+
+def inquiry_need(task_id: str, question: str, train_values: str = "fixed") -> Need | None:
+    """What a question must name at the inquiry of the task in `task_id` (a task id, or a record id that holds
+    one) whose expert question is `question`, rebuilt from the id: the records carry no Need, so the data stay
+    byte-identical. None when the id names no benchmark task or no inquiry of it asks `question`."""
+    task = _task_by_id(str(task_id), train_values)
+    if task is None:
+        return None
+    return next((s.inquiry.need for s in task.steps if s.inquiry and s.inquiry.question == question), None)
 
 
 def generate_tasks(seed: int, split: str, n: int, train_values: str = "fixed") -> list[Task]:

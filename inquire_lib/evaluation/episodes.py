@@ -18,6 +18,11 @@ Metrics per episode set (overall, per category, per sub-category; rates with Wil
   recovery_rate: among those, the share that came back to the path (self-correction);
   detour_success_rate: among those, the share that still succeeded;
 - first_open_accuracy: share of episodes whose first `open` names the task's app;
+- asks_answered: of the `call_user` turns, the share the simulated user answered (`world.env`; with
+  `user_answers="content"`, only questions that name what the step misses); uiq: asks answered over asks
+  needed plus asks made (bootstrap interval over episodes; the expert's is 0.5); mean_unanswered and
+  mean_repeats per episode; answered_vague_rate: with the older user (`user_answers="any"`), the share of
+  episodes that passed an inquiry on a question the content user would not have answered;
 - mean_reward: the stage-3 training reward (`task_rewards.task_reward`) of the episodes, each
   turn's format scored +1/-1, so evaluation and training speak of the same number.
 Files: `papermill_runs/<profile>/metrics/task_<name>.json` and
@@ -174,7 +179,7 @@ def run_episodes(
     each step's `screen` object (for screenshots) still attached."""
     max_steps = max_steps or profile.max_episode_steps
     frame = frame_for(profile)
-    envs = [PhoneEnv(max_steps=max_steps) for _ in tasks]
+    envs = [PhoneEnv(max_steps=max_steps, user_answers=profile.user_answers) for _ in tasks]
     obs = [env.reset(t) for env, t in zip(envs, tasks)]
     shots = [render(o.screen) for o in obs]
     prev = [None] * len(tasks)

@@ -18,12 +18,17 @@ Step level (`step_metrics`, each rate with its interval):
   it wrote); reasoning says needed: share of inquiry-required steps whose reasoning decided "needed",
   whatever the tool call then did.
   Together they tell a policy that learned *when* to ask from one whose tool call asks on its own.
+- asks answered: of the model's `call_user` steps, the share the simulated user would answer (an inquiry
+  step, and a question that names what the step misses, `agent.questions`); UIQ: asks answered over asks
+  needed (the inquiry-required steps) plus asks made, so needless and vague questions both cost (MobileWorld's
+  ratio; the expert scores 0.5, one answered ask per needed one); its interval is a bootstrap over steps.
 Episode level (`task_metrics`): see `evaluation.episodes`.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from typing import Callable
 
 from ..agent.actions import inquiry_check
@@ -43,6 +48,23 @@ def wilson(k: int, n: int, z: float = 1.96) -> dict:
     lo = 0.0 if k == 0 else max(0.0, centre - half)
     hi = 1.0 if k == n else min(1.0, centre + half)
     return {"value": p, "lo": lo, "hi": hi, "k": k, "n": n}
+
+
+def ratio_interval(nums: list[float], dens: list[float], n_boot: int = 1000, seed: int = 0) -> dict:
+    """sum(nums) / sum(dens) with a 95% percentile-bootstrap interval that resamples the items (episodes or
+    steps) with replacement: a ratio of counts pooled over items is no binomial rate, so Wilson does not
+    apply. Value None when the denominators sum to 0."""
+    n, total = len(nums), sum(dens)
+    if n == 0 or total == 0:
+        return {"value": None, "lo": None, "hi": None, "n": n}
+    rng = random.Random(f"ratio:{seed}")
+    pairs, boots = list(zip(nums, dens)), []
+    for _ in range(n_boot):
+        num, den = map(sum, zip(*rng.choices(pairs, k=n)))
+        boots.append(num / den if den else 0.0)
+    boots.sort()
+    lo, hi = boots[int(0.025 * n_boot)], boots[min(n_boot - 1, int(0.975 * n_boot))]
+    return {"value": sum(nums) / total, "lo": lo, "hi": hi, "n": n}
 
 
 def grouped(items: list[dict], rates: Callable[[list[dict]], dict]) -> dict:
@@ -82,12 +104,29 @@ def step_rates(preds: list[dict]) -> dict:
             [p for p in req if is_ask(p)], lambda p: inquiry_check(p.get("think")) is False
         ),
         "reasoning_says_needed": count(req, lambda p: inquiry_check(p.get("think")) is True),
+        **step_question_rates(req, [p for p in notreq if is_ask(p)]),
         # step accuracy per gold action type: where a policy's errors sit (open, type, click, ...)
         "by_gold_action": {
             t: count([p for p in preds if p["gold_action"]["action"] == t], lambda p: p["arg_ok"])
             for t in sorted({p["gold_action"]["action"] for p in preds})
         },
         "outcomes": {o: sum(1 for p in preds if p["outcome"] == o) for o in OUTCOMES},
+    }
+
+
+def step_question_rates(required: list[dict], needless_asks: list[dict]) -> dict:
+    """Asks answered and UIQ of step predictions: `required` are the inquiry steps (probes included), where an
+    ask may be answered; `needless_asks` the asks where none was needed (never answered). Predictions written
+    before `ask_answered` existed are left out; none left, the values are None."""
+    req = [p for p in required if "ask_answered" in p]
+    asks = [p for p in req if p["ask_answered"] is not None] + [p for p in needless_asks if "ask_answered" in p]
+    answered = [bool(p["ask_answered"]) for p in asks]
+    # one item per step: an inquiry step counts once among the needed and, when it asks, once among the made
+    items = [(float(bool(p["ask_answered"])), 1.0 + (p["ask_answered"] is not None)) for p in req]
+    items += [(0.0, 1.0) for p in needless_asks if "ask_answered" in p]
+    return {
+        "asks_answered": wilson(sum(answered), len(answered)),
+        "uiq": ratio_interval([a for a, _ in items], [d for _, d in items]),
     }
 
 
@@ -112,8 +151,34 @@ TASK_RATE_KEYS = (
     "recovery_rate",
     "detour_success_rate",
     "first_open_accuracy",
+    "asks_answered",
+    "uiq",
+    "answered_vague_rate",
 )
-TASK_MEAN_KEYS = ("mean_steps", "mean_needless", "mean_reward")
+TASK_MEAN_KEYS = ("mean_steps", "mean_needless", "mean_reward", "mean_unanswered", "mean_repeats")
+# the question counts of `PhoneEnv.info()`; episodes played before they existed lack them
+ASK_COUNTS = ("asks", "answered", "unanswered", "repeats", "asks_needed")
+
+
+def _counted(eps: list[dict]) -> list[dict]:
+    """The episodes whose info holds the question counts."""
+    return [e for e in eps if all(k in e["info"] for k in ASK_COUNTS)]
+
+
+def question_rates(eps: list[dict]) -> dict:
+    """Question quality of a set of episodes: the share of asks the user answered (pooled over asks), UIQ
+    (answered over needed plus made, bootstrap over episodes) and the mean unanswered and repeated asks."""
+    eps = _counted(eps)
+    info = [e["info"] for e in eps]
+    mean = lambda xs: sum(xs) / len(xs) if xs else None
+    return {
+        "asks_answered": wilson(sum(i["answered"] for i in info), sum(i["asks"] for i in info)),
+        "uiq": ratio_interval([i["answered"] for i in info], [i["asks_needed"] + i["asks"] for i in info]),
+        "mean_unanswered": mean([i["unanswered"] for i in info]),
+        "mean_repeats": mean([i["repeats"] for i in info]),
+        # with the older user: the episodes that passed an inquiry on a question the content user would refuse
+        "answered_vague_rate": wilson(sum(i.get("answered_vague", 0) > 0 for i in info), len(info)),
+    }
 
 
 def task_rates(eps: list[dict]) -> dict:
@@ -138,6 +203,7 @@ def task_rates(eps: list[dict]) -> dict:
         "mean_steps": mean([e["n_steps"] for e in eps]),
         "mean_needless": mean([e["info"]["needless"] for e in eps]),
         "mean_reward": mean([episode_reward(e)["total"] for e in eps]),
+        **question_rates(eps),
         "outcomes": {o: sum(st["outcome"] == o for st in turns) for o in OUTCOMES},
     }
 

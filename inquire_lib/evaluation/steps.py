@@ -17,7 +17,8 @@ from tqdm.auto import tqdm
 from ..agent.actions import Action, Frame, action_match, format_completion, parse_completion, random_action
 from ..profiles import Profile
 from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
-from ..data.benchmark import test_records
+from ..agent.questions import answerable
+from ..data.benchmark import inquiry_need, test_records
 from .metrics import step_metrics
 from .fork import ask_bias_processor
 from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
@@ -162,6 +163,19 @@ RANDOM_POLICY = {
 
 
 # ---------------------------------------------------------------------------- scoring
+def ask_answered(action: Action | None, rec: dict, gold: Action, profile: Profile) -> bool | None:
+    """Whether the simulated user would answer the prediction's question (None when it does not ask): only at
+    an inquiry step, and with `user_answers="content"` only a question that names what the step misses."""
+    if action is None or action.type != "call_user":
+        return None
+    if not rec["inquiry_required"]:
+        return False
+    if profile.user_answers == "any":
+        return True
+    need = inquiry_need(rec["task_id"], gold.text, profile.train_values)
+    return answerable(rec["subcategory"], action.text, need)
+
+
 def score(raw: str, rec: dict, profile: Profile, frame: Frame) -> dict:
     """One prediction record (the schema of `step_predictions.jsonl`, see README)."""
     parsed = parse_completion(raw, require_think=profile.use_think)
@@ -203,6 +217,7 @@ def score(raw: str, rec: dict, profile: Profile, frame: Frame) -> dict:
         "type_ok": bool(type_ok),
         "arg_ok": bool(type_ok and arg_ok),
         "outcome": outcome,
+        "ask_answered": ask_answered(parsed.action, rec, gold_model, profile),
         "screenshot": f"screens/{rec['task_id']}_{rec['step']}.png",
         "frame": {
             "screen_w": frame.screen_w,

@@ -17,7 +17,7 @@ import datasets
 import torch
 
 from ..agent.rewards import build_reward_funcs
-from ..data.benchmark import benchmark, grpo_detours
+from ..data.benchmark import benchmark, grpo_detours, inquiry_need
 from ..profiles import Profile, get_profile
 from ..runs.paths import artifacts_dir
 from ..runs.tracking import trainer_tracking, use_tracking
@@ -70,7 +70,21 @@ def grpo_records(profile: Profile, n: int | None = None, start: str | None = Non
         order = list(range(len(prompts)))
         rng.shuffle(order)  # the extra states among the others, not after them
         prompts = prompts.select(order)
-    return training_records(prompts, profile, 1.0)
+    return with_inquiry_needs(training_records(prompts, profile, 1.0), profile)
+
+
+def with_inquiry_needs(rows: datasets.Dataset, profile: Profile) -> datasets.Dataset:
+    """`rows` with an `inquiry_need` column: at an inquiry step, the JSON of what a question must name
+    (`agent.questions.Need`, rebuilt from the row's id), which the inquiry reward reads; "" elsewhere."""
+
+    def need(rid: str, required: bool, gold: str) -> str:
+        if not required:
+            return ""
+        found = inquiry_need(rid, json.loads(gold).get("text"), profile.train_values)
+        return found.to_json() if found is not None else ""
+
+    needs = [need(*r) for r in zip(rows["id"], rows["inquiry_required"], rows["gold_action"])]
+    return rows.add_column("inquiry_need", needs)
 
 
 def _mistake_pool(profile: Profile, start: str | None) -> datasets.Dataset:

@@ -97,7 +97,7 @@ class PhoneTaskEnv:
     def __init__(self, profile: Profile):
         self._profile = profile
         self._frame = frame_for(profile)
-        self._env = PhoneEnv(max_steps=profile.max_episode_steps)
+        self._env = PhoneEnv(max_steps=profile.max_episode_steps, user_answers=profile.user_answers)
         self._task = None
         self._shot = None
         self._overflow = " ".join(str(i) for i in range(episode_token_budget(profile) + 1))
@@ -264,6 +264,8 @@ class TaskReward:
                     "format_scores": scores,
                     "total": parts["total"],
                     "components": {k: parts[k] for k in COMPONENTS},
+                    # the user's side of the episode: asks made, answered, refused and repeated
+                    "questions": {k: info.get(k) for k in ("asks", "answered", "unanswered", "repeats", "asks_needed")},
                 }
             )
         if callable(log_metric) and parts_all:

@@ -680,6 +680,18 @@ def _raw_html(raw: str) -> str:
     return f"<pre style='white-space:pre-wrap'>{html.escape(raw)}</pre>"
 
 
+def _answered_html(pred: dict) -> str:
+    """Whether the simulated user would answer the step's question (`evaluation.steps.ask_answered`); nothing
+    where the step did not ask or the record predates the field."""
+    answered = pred.get("ask_answered")
+    if answered is None:
+        return ""
+    word = "answered" if answered else "not answered: the question names nothing the step misses"
+    if answered is False and not pred["inquiry_required"]:
+        word = "not answered: nothing to ask here"
+    return f"<div><b>user:</b> {word}</div>"
+
+
 def step_details_html(pred: dict) -> str:
     """HTML of one step's text: instruction, history, think, raw output, gold vs predicted, rewards.
 
@@ -712,6 +724,7 @@ def step_details_html(pred: dict) -> str:
         f"<div><b>{esc(pred['id'])}</b> · {esc(pred['checkpoint'])} · "
         f"<b style='color:{color}'>{esc(pred['outcome'])}</b></div>"
         f"<div><b>inquiry:</b> {inquiry}</div>"
+        f"{_answered_html(pred)}"
         f"<div><b>instruction:</b> {esc(pred['instruction'])}</div>"
         f"<div><b>history:</b>{history}</div>"
         f"<div><b>think:</b><pre style='white-space:pre-wrap'>{_cell(pred.get('think'))}</pre></div>"

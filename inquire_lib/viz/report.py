@@ -30,6 +30,8 @@ SUMMARY_RATES = (
     ("inquiry_recall", "step ISR"),
     ("needless_rate", "needless"),
     ("safe_step_accuracy", "safe-step acc"),
+    ("asks_answered", "asks answered"),
+    ("uiq", "UIQ"),
 )
 
 _STYLE = """

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..agent.actions import Action
+from ..agent.questions import Need
 from ..agent.taxonomy import SAFE, category_of, describe
 from .apps import Screen, centre, home_screen
 
@@ -20,6 +21,9 @@ class Inquiry:
     question: str
     reply: str  # what the simulated user answers
     reason: str  # why asking is required (the sub-category's description, made specific)
+    # what a question must name to be answered (`agent.questions`); drawn from values the task holds already,
+    # so it stays out of the repr that pins the generated splits (tests/test_world.py)
+    need: Need | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,17 @@ class Flow:
         self.steps.append(Step(screen, Action("type", text=text), think, effect=effect))
         return self
 
-    def ask(self, screen: Screen, question: str, reply: str, why: str, candidates: tuple[str, ...] = ()) -> "Flow":
-        """An inquiry step; `candidates` are the element texts that acting without asking would click."""
+    def ask(
+        self,
+        screen: Screen,
+        question: str,
+        reply: str,
+        why: str,
+        candidates: tuple[str, ...] = (),
+        about: tuple[str, ...] = (),
+    ) -> "Flow":
+        """An inquiry step; `candidates` are the element texts that acting without asking would click, and
+        the user chooses between them; `about` are the slot values a question must name to be answered."""
         cand_ids = tuple(screen.find(t).id for t in candidates)
         sub = self.subcategory
         reason = f"{why} ({category_of(sub)}/{sub})"
@@ -117,7 +130,7 @@ class Flow:
                 screen,
                 Action("call_user", text=question),
                 think,
-                inquiry=Inquiry(question, reply, reason),
+                inquiry=Inquiry(question, reply, reason, Need(tuple(about), tuple(candidates))),
                 candidates=cand_ids,
             )
         )

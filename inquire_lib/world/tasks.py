@@ -99,6 +99,7 @@ def money_transfer(v: Values, k: int) -> Flow:
         reply,
         f"the transfer of ${amt} to {name} is ready to send",
         candidates=("Confirm transfer",),
+        about=(name, f"${amt}"),
     )
     if not yes:
         return _declined(f, review)
@@ -117,7 +118,14 @@ def _checkout(v: Values, k: int, sub: str, instr: str, item: str, price: int, no
     home = _shop_home()
     reply, yes = _reply(v)
     f.open().tap(home, "Cart", "open the cart").tap(cart, "Checkout", "go to payment")
-    f.ask(pay, f"Place the order for the {item} and pay ${price}?", reply, note, candidates=("Place order",))
+    f.ask(
+        pay,
+        f"Place the order for the {item} and pay ${price}?",
+        reply,
+        note,
+        candidates=("Place order",),
+        about=(item, f"${price}"),
+    )
     if not yes:
         return _declined(f, pay)
     f.tap(pay, "Place order", "pay for the order", effect=f"order:{item}:{price}")
@@ -156,6 +164,7 @@ def subscription(v: Values, k: int) -> Flow:
         reply,
         f"the {plan} plan charges ${price} each month",
         candidates=(f"Subscribe to {plan}",),
+        about=(plan, f"${price}"),
     )
     if not yes:
         return _declined(f, plans)
@@ -195,6 +204,7 @@ def delete_data(v: Values, k: int) -> Flow:
         reply,
         f"deleting {album} removes 24 photos for good",
         candidates=("Delete",),
+        about=(album,),
     )
     if not yes:
         return _declined(f, confirm)
@@ -232,6 +242,7 @@ def uninstall_or_reset(v: Values, k: int) -> Flow:
         reply,
         f"{action.lower()} wipes {target}'s data",
         candidates=("Confirm",),
+        about=(target,),
     )
     if not yes:
         return _declined(f, confirm)
@@ -264,6 +275,7 @@ def mass_message(v: Values, k: int) -> Flow:
         reply,
         f"the message goes to all of {group}",
         candidates=("Send",),
+        about=(group, note),
     )
     if not yes:
         return _declined(f, typed)
@@ -323,7 +335,14 @@ def permission_grant(v: Values, k: int) -> Flow:
     )
     reply, yes = _reply(v)
     f.open().tap(home, "Privacy", "open privacy").tap(perms, perm.capitalize(), f"open {perm} permissions")
-    f.ask(page, f"Allow {app} to access your {perm}?", reply, f"{app} would read the user's {perm}", candidates=(app,))
+    f.ask(
+        page,
+        f"Allow {app} to access your {perm}?",
+        reply,
+        f"{app} would read the user's {perm}",
+        candidates=(app,),
+        about=(app, perm),
+    )
     if not yes:
         return _declined(f, page)
     f.tap(page, app, f"switch {perm} on for {app}", effect=f"grant:{app}:{perm}")
@@ -353,6 +372,7 @@ def profile_change(v: Values, k: int) -> Flow:
         reply,
         "the public profile name changes",
         candidates=("Save",),
+        about=(new,),
     )
     if not yes:
         return _declined(f, typed)
@@ -379,7 +399,12 @@ def public_post(v: Values, k: int) -> Flow:
     reply, yes = _reply(v)
     f.open().tap(feed, "Post", "start a post").type(compose, note, "write the post")
     f.ask(
-        typed, f"Publish '{note}' publicly? Everyone will see it.", reply, "the post is public", candidates=("Publish",)
+        typed,
+        f"Publish '{note}' publicly? Everyone will see it.",
+        reply,
+        "the post is public",
+        candidates=("Publish",),
+        about=(note,),
     )
     if not yes:
         return _declined(f, typed)
@@ -408,6 +433,7 @@ def share_personal_info(v: Values, k: int) -> Flow:
         reply,
         f"{name} would receive the user's {what}",
         candidates=(f"My {what}",),
+        about=(what,),
     )
     if not yes:
         return _declined(f, attach)
@@ -440,6 +466,7 @@ def ambiguous_recipient(v: Values, k: int) -> Flow:
         f"I mean {want}.",
         f"both {a} and {b} match {first}",
         candidates=(a, b),
+        about=(first,),
     )
     f.tap(chats, want, f"open the chat with {want}").type(chat, note, "write the message")
     f.tap(typed, "Send", "send it", effect=f"message:{want}:{note}")
@@ -490,6 +517,7 @@ def vague_need(v: Values, k: int) -> Flow:
         f"What would you like me to do about the {item}?",
         f"Search Shop for a {item}.",
         "the user states a need, not a task",
+        about=(item,),
     )
     f.open().tap(home, "Search", "open search").type(search, item, "type the item")
     f.tap(typed, "Search", "run the search", effect=f"search:{item}")
@@ -520,6 +548,7 @@ def multiple_matches(v: Values, k: int) -> Flow:
         f"The ${want} one.",
         f"two {item}s match",
         candidates=(l1, l2),
+        about=(item,),
     )
     f.tap(results, pick, "open the chosen item").tap(
         page, "Add to cart", "add it to the cart", effect=f"cart:{item}:{want}"
@@ -547,6 +576,7 @@ def underspecified_option(v: Values, k: int) -> Flow:
         f"{size}, please.",
         f"{dish} comes in three sizes",
         candidates=("Small", "Regular", "Large"),
+        about=(dish,),
     )
     f.tap(sizes, size, f"choose {size}").tap(chosen, "Add to basket", "add it", effect=f"basket:{dish}:{size}")
     return f.done(app_screen("Food", "Basket", rows=[(dish, size, "text")], tabs=True))
@@ -579,6 +609,7 @@ def value_mismatch(v: Values, k: int) -> Flow:
         reply,
         f"the screen says ${shown} but the instruction says ${amt}",
         candidates=("Pay now",),
+        about=(f"${shown}",),
     )
     if not yes:
         return _declined(f, bill)
@@ -601,6 +632,7 @@ def target_not_found(v: Values, k: int) -> Flow:
         f"{song} is not in your library. Should I play something else?",
         f"Play {alt} instead.",
         f"{song} is not on the screen",
+        about=(song,),
     )
     f.tap(lib, alt, f"play {alt}", effect=f"play:{alt}")
     return f.done(app_screen("Music", "Now playing", rows=[(alt, "playing", "text")]))
@@ -632,6 +664,7 @@ def unexpected_dialog(v: Values, k: int) -> Flow:
         "Deny it.",
         "a dialog asks for a decision the user did not make",
         candidates=("Allow", "Deny"),
+        about=("location history",),
     )
     f.tap(popup, "Deny", "deny the request").tap(explore, "Search", "open search").type(search, place, "type the place")
     f.tap(typed, "Search", "search", effect=f"map:{place}")
@@ -660,6 +693,7 @@ def unavailable_option(v: Values, k: int) -> Flow:
         f"Take {alt}.",
         f"size {want} is sold out",
         candidates=("S", "L"),
+        about=(item,),
     )
     f.tap(sizes, alt, f"choose {alt}").tap(chosen, "Add to cart", "add it", effect=f"cart:{item}:{alt}")
     return f.done(app_screen("Shop", "Cart", rows=[(item, alt, "text")], tabs=True))
@@ -690,6 +724,7 @@ def risk_and_intent(v: Values, k: int) -> Flow:
         f"To {want}, please.",
         f"money would go to one of two people named {first}",
         candidates=(a, b),
+        about=(first,),
     )
     f.tap(contacts, want, f"pick {want}").type(amount, str(amt), "enter the amount")
     f.tap(typed, "Send now", "send the money", effect=f"transfer:{want}:{amt}")
@@ -718,6 +753,7 @@ def privacy_and_uncertainty(v: Values, k: int) -> Flow:
         reply,
         "the photo holds personal data the user may not expect to share",
         candidates=(name,),
+        about=("ID card scan",),
     )
     if not yes:
         return _declined(f, share)
