@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from inquire_lib.evaluation.fork_curve import act_token, curve_point, fork_records, header
+from inquire_lib.evaluation.fork_curve import curve_point, fork_records, header, word_token
 
 
 def test_the_header_is_the_screen_the_reasoning_opens_with():
@@ -46,16 +46,17 @@ class _Words:
         return [self.vocab.setdefault(p, len(self.vocab)) for p in pieces]
 
 
-def test_the_act_token_is_next_as_cut_after_the_header():
+def test_the_fork_words_are_tokens_as_cut_after_the_header():
     tok = _Words()
-    assert act_token(tok, "<think>Chat / Inbox.") == tok.vocab[" Next"]
+    assert word_token(tok, "<think>Chat / Inbox.", " Next") == tok.vocab[" Next"]
+    assert word_token(tok, "<think>Chat / Inbox. The", " task") == tok.vocab[" task"]
 
     class Glued(_Words):  # a vocabulary with "Inbox. Next" as one token: the fork is not one token there
         def encode(self, text, add_special_tokens=False):
             return super().encode(text.replace("Inbox. Next", "Inbox.\u00a0Next"))
 
-    with pytest.raises(ValueError, match="does not start a token of its own"):
-        act_token(Glued(), "<think>Chat / Inbox.")
+    with pytest.raises(ValueError, match="is not a token of its own"):
+        word_token(Glued(), "<think>Chat / Inbox.", " Next")
 
 
 def test_a_curve_point_reads_auc_and_isr_within_the_needless_budget():

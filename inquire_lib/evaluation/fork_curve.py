@@ -2,15 +2,18 @@
 forward pass per step, the gold text up to the fork, no decoding.
 
 Every in-app step's gold reasoning opens with the screen's header, "{app} / {title}.", and there the
-completions part: an acting step (click, type) goes on with "Next: ...", an inquiry step with why it must
-ask ("Two contacts are named Cleo..."). So the probability that the model goes on *otherwise* than " Next"
-after the header is its inclination to ask on that screen, and
+completions part: an acting step (click, type) goes on with "Next: ...", a finished task with "The task is
+complete.", an inquiry step with why it must ask ("Both Dante Dubois and Dante Nakamura match Dante."). An
+agent that never learned to ask still leaves " Next" on the screens that need a question, for a premature
+"The task is complete" (measured on small's base agent), so acting is both continuations:
 
-    margin = log P(not " Next" | header) - log P(" Next" | header)
+    P(act) = P(" Next" | header) + P(" The" | header) * P(" task" | header " The")
+    margin = log (1 - P(act)) - log P(act)
 
-ranks the steps as the greedy fork would, for the price of one prefill. Steps at the home screen (open)
-and terminations have no such fork and are left out; the greedy pass (`operating_curve`) confirms a point
-on every step. The curve's maths (AUC, operating points) are `operating_curve`'s.
+and one forward pass over the prompt, "<think>", the header and " The" gives both factors (the last two
+positions' logits). Steps at the home screen (open) and terminations have no such fork and are left out;
+the greedy pass (`operating_curve`) confirms a point on every step. The curve's maths (AUC, operating
+points) are `operating_curve`'s.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from ..agent.prompts import frame_for, images_of, prompt_messages
 from .metrics import wilson
 from .operating_curve import bootstrap_auc, choose_point, curve_points
 
-# what an acting step's reasoning says first after the header (world/flow.py: Flow.tap and Flow.type)
-ACT_WORD = " Next"
+# what an acting step's reasoning says first after the header (world/flow.py: Flow.tap, Flow.type, Flow.done)
+ACT_WORD, DONE_WORDS = " Next", (" The", " task")
+# the measure's name, kept with every curve: points measured another way are never mixed in
+METRIC = "header fork: ask against ' Next' and ' The task'"
 # the gold actions of the steps that have the fork: where an action is due, or a question
 FORK_ACTIONS = ("click", "type", "call_user")
 
@@ -48,12 +53,12 @@ def fork_records(records: list[dict]) -> list[dict]:
     ]
 
 
-def act_token(tokenizer, prefix: str) -> int:
-    """The id of " Next" as the tokenizer cuts it after `prefix` (checked to leave the prefix's own ids whole)."""
+def word_token(tokenizer, prefix: str, word: str) -> int:
+    """The id of `word` as the tokenizer cuts it after `prefix` (checked to leave the prefix's own ids whole)."""
     a = tokenizer.encode(prefix, add_special_tokens=False)
-    b = tokenizer.encode(prefix + ACT_WORD, add_special_tokens=False)
-    if b[: len(a)] != a or len(b) <= len(a):
-        raise ValueError(f"{ACT_WORD!r} does not start a token of its own after {prefix!r}")
+    b = tokenizer.encode(prefix + word, add_special_tokens=False)
+    if b[: len(a)] != a or len(b) != len(a) + 1:
+        raise ValueError(f"{word!r} is not a token of its own after {prefix!r}")
     return b[len(a)]
 
 
@@ -61,7 +66,8 @@ def act_token(tokenizer, prefix: str) -> int:
 def fork_margins(
     model, processor, records: list[dict], profile, batch_size: int = 8, progress: bool = True
 ) -> list[float]:
-    """Each fork record's ask margin (above) from one forward pass over its prompt, "<think>" and its header."""
+    """Each fork record's ask margin (above) from one forward pass over its prompt, "<think>", its header and
+    " The"."""
     tok = processor.tokenizer
     tok.padding_side = "left"
     frame = frame_for(profile)
@@ -72,18 +78,21 @@ def fork_margins(
         + p
         for r, p in zip(records, prefixes)
     ]
-    nxt = act_token(tok, prefixes[0]) if records else None
+    if records:
+        first = prefixes[0]
+        nxt, the = word_token(tok, first, ACT_WORD), word_token(tok, first, DONE_WORDS[0])
+        task = word_token(tok, first + DONE_WORDS[0], DONE_WORDS[1])
     margins: list[float] = []
     for i in tqdm(range(0, len(records), batch_size), desc="fork margins", disable=not progress):
         chunk = range(i, min(i + batch_size, len(records)))
         images = [img for k in chunk for img in images_of(records[k], profile)]
-        enc = processor(text=[texts[k] for k in chunk], images=images, padding=True, return_tensors="pt").to(device)
-        # the head over the last position only: over every position it costs a third of the forward pass
-        logits = model(**enc, logits_to_keep=1).logits[:, -1].float()
-        logp = torch.log_softmax(logits, dim=-1)[:, nxt]
-        for lp in logp.tolist():
-            p = math.exp(lp)
-            margins.append(math.log1p(-p) - lp if p < 1.0 else -math.inf)
+        texts_the = [texts[k] + DONE_WORDS[0] for k in chunk]
+        enc = processor(text=texts_the, images=images, padding=True, return_tensors="pt").to(device)
+        # the head over the last two positions only: over every position it costs a third of the pass
+        logp = torch.log_softmax(model(**enc, logits_to_keep=2).logits.float(), dim=-1)
+        p_act = logp[:, 0, nxt].exp() + (logp[:, 0, the] + logp[:, 1, task]).exp()
+        for p in p_act.clamp(max=1.0).tolist():
+            margins.append(math.log1p(-p) - math.log(p) if 0.0 < p < 1.0 else (math.inf if p == 0 else -math.inf))
     return margins
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from ..data.benchmark import validation_records
-from ..evaluation.fork_curve import curve_point, fork_margins, fork_records
+from ..evaluation.fork_curve import METRIC, curve_point, fork_margins, fork_records
 from ..profiles import Profile
 from ..runs.hardware import device_stamp
 from ..runs.integrity import complete_checkpoints, content_digest
@@ -31,8 +31,9 @@ def learning_curve(profile: Profile, run: str | Path, base: str, out: str | Path
     records = fork_records(validation_records(profile))
     labels = [bool(r["inquiry_required"]) for r in records]
     old = json.loads(out.read_text()) if out.exists() else {}
-    done = {p["digest"]: p for p in old.get("points", [])}
+    done = {p["digest"]: p for p in old.get("points", [])} if old.get("metric") == METRIC else {}
     curve = {
+        "metric": METRIC,
         "run": str(run),
         "base": str(base),
         "split": "validation",
