@@ -314,7 +314,7 @@ def _ship(args) -> int:
     if source is None:
         raise UsageError(f"{out_dir}: no finished result and no complete checkpoint to ship")
     source = Path(source)
-    share = 1.0 if args.stage == "sft_full" else profile.sft_inquiry_share
+    share = profile.sft_inquiry_share if args.stage == "sft_full" else profile.weak_inquiry_share  # as notebook 02
     trained = json.loads((final / "inquire_train.json").read_text()) if source == final else {}
     state = json.loads((source / "trainer_state.json").read_text()) if (source / "trainer_state.json").exists() else {}
     per_step = profile.sft_batch  # the global batch of one optimizer step (accumulation splits it)
