@@ -80,7 +80,7 @@ def test_a_seed_worker_writes_to_the_run_log_not_to_the_console(tmp_path):
     runs the notebook sees none of it."""
     log = tmp_path / "logs" / "grpo_seeds.log"
     code = (
-        "import sys; from inquire_lib.stages.seeds import _quiet_worker; "
+        "import sys; from inquire_lib.stages.grpo_seeds import _quiet_worker; "
         f"_quiet_worker({str(log)!r}); print({{'loss': '0.5'}}); print('bar', file=sys.stderr)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -7,8 +7,8 @@ and evaluates its points through them); above `training`, `evaluation` and `data
 or evaluates one checkpoint records its wall time in the run's timings (`stages.timed`).
 """
 
-from .asking import AGENTS as ASKING_AGENTS, asker_names, compare_agents, compare_asking
-from .dagger import dagger, dagger_examples, dagger_table, sft_control
+from .compare_asking import AGENTS as ASKING_AGENTS, asker_names, compare_agents, compare_asking
+from .dagger_rounds import dagger, dagger_examples, dagger_table, sft_control
 from .evaluate import (
     evaluate_all_tasks,
     evaluate_checkpoint,
@@ -18,7 +18,7 @@ from .evaluate import (
     operating_curves,
     played_digest,
 )
-from .seeds import grpo_seeds, seed_names
+from .grpo_seeds import grpo_seeds, seed_names
 from .train import base_agent, grpo, select_checkpoint, sft
 
 __all__ = [

@@ -4,7 +4,7 @@ Every SFT example comes from the expert's own path, so a policy trained on them 
 wrong screen, a Back, or a history that shows its own mistake; at test time one error leads to a
 state it has no data for, and errors compound. DAgger (Ross et al., 2011) closes that gap:
 
-    for round r = 1..R (`stages.dagger` runs them):
+    for round r = 1..R (`stages.dagger_rounds` runs them):
         roll the current policy out in PhoneEnv on training tasks (all episodes batched, one greedy
             generate per turn); with probability `dagger_beta` the expert acts instead at a turn;
         label every visited state with the expert's action and reasoning (`world.expert.expert_act`:

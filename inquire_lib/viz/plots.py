@@ -384,7 +384,7 @@ def asking_compared(agent: str, learned: dict, confidence: dict) -> go.Figure:
 
 
 def asking_auc_table(compared: dict[str, dict]) -> pd.DataFrame:
-    """One row per agent of `stages.asking.compare_asking` records: each family's AUC with its bootstrap
+    """One row per agent of `stages.compare_asking` records: each family's AUC with its bootstrap
     95% interval, which is above where the intervals lie apart, and each family's step ISR at the
     needless-inquiry budgets."""
     rows = []
