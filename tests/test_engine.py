@@ -197,7 +197,8 @@ def test_the_engine_answers_as_hf_on_the_tiny_model_in_steps_and_tasks():
     from inquire_lib.evaluation.episodes import model_policy, run_episodes
     from inquire_lib.training.models import loaded
 
-    profile = SMOKE.replace(eval_max_new_tokens=12, max_episode_steps=2, torch_threads=2)
+    # fp32 on both sides (smoke trains in 4-bit; the export is fp32 whatever the profile loads in)
+    profile = SMOKE.replace(eval_max_new_tokens=12, max_episode_steps=2, torch_threads=2, load_in_4bit=False)
     records = test_records(profile)[:8]
     tasks = held_out_tasks(profile, 3)
     with loaded(profile, None) as m:

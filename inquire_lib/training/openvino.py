@@ -113,7 +113,9 @@ def _pins() -> list[str]:
 def _source_copy(profile: Profile, path: str | None, src: Path) -> None:
     """The checkpoint as one full fp32 model folder (an adapter merged into its base) with the processor the
     workbench evaluates with (the base model's, at the profile's image size), in `src`."""
-    model, processor = load_checkpoint(profile, path)
+    # full weights whatever the profile trains in: a 4-bit load would save its quantisation config, which the
+    # exporter would try to honour (and the engine's weights are fp32 by design)
+    model, processor = load_checkpoint(profile.replace(load_in_4bit=False), path)
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
     model.save_pretrained(src)
