@@ -60,6 +60,7 @@ def test_a_pass_that_needs_logits_is_refused_by_the_engine():
         generate(engine, None, [], SMOKE, ask_bias=2.0)
     with pytest.raises(ValueError, match="runs on HF"):
         generate(engine, None, [], SMOKE, logits_processor=lambda: None)
+    assert engine.generate([], [], max_new_tokens=8, repetition_penalty=1.0) == []  # no episode left running
 
 
 def test_the_played_digest_names_the_engine_and_keeps_hf_keys(monkeypatch):

@@ -76,6 +76,8 @@ class OpenVINOEngine:
 
     def generate(self, prompts: list[str], images: list[list], max_new_tokens: int, repetition_penalty: float):
         """Greedy answers of `prompts` (each with its PIL images, in the order of its image tags), in order."""
+        if not prompts:
+            return []
         import numpy as np
         import openvino as ov
         import openvino_genai
