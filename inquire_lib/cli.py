@@ -1,4 +1,4 @@
-"""The `inquire` command: build, validate, run, report, profile, train, base-agent, export.
+"""The `inquire` command: build, validate, run, report, profile, train, base-agent, export, export-openvino.
 
 Errors are one line on stderr naming the file, line and field, or the argument: exit code 2 for a
 usage error (a bad argument, a path that cannot be used), 1 for bad data (a malformed record, a
@@ -423,6 +423,20 @@ def _export(args) -> int:
     return 0
 
 
+def _export_openvino(args) -> int:
+    from .evaluation.engine import ExportError
+    from .profiles import apply_overrides, get_profile, parse_overrides
+    from .training.openvino import export_openvino
+
+    profile = apply_overrides(get_profile(args.profile), parse_overrides(args.set))
+    try:
+        info = export_openvino(profile, _checkpoint(profile, args.checkpoint), args.out, rebuild=args.rebuild)
+    except ExportError as exc:
+        raise DataError(str(exc)) from None
+    print(json.dumps(info, indent=1))
+    return 0
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors as one line (`inquire: error: ...`), exit code 2."""
 
@@ -595,6 +609,19 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--splits", nargs="*", default=["train", "validation"], choices=["train", "validation", "test"])
     e.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     e.set_defaults(fn=_export)
+    ov = sub.add_parser(
+        "export-openvino",
+        help="export a checkpoint for eval_engine openvino (cached by its content; reused unless it changed)",
+        parents=[debug],
+    )
+    ov.add_argument("--profile", default="cpu")
+    ov.add_argument(
+        "--checkpoint", default="base_agent", help="checkpoint folder or name (untrained, base_agent, sft_full, ...)"
+    )
+    ov.add_argument("--out", default=None, help="export folder (default: .cache/openvino/<profile>-<key>)")
+    ov.add_argument("--rebuild", action="store_true", help="export again even when a matching export exists")
+    ov.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
+    ov.set_defaults(fn=_export_openvino)
     return p
 
 

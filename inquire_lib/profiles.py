@@ -780,6 +780,18 @@ class Profile:
             "affects": ("eval", "mistakes"),
         },
     )
+    # OpenVINO GenAI's continuous batching (`evaluation.engine`): every prompt of a pass in one queue, each row
+    # leaving as soon as its answer ends; passes that read logits (fork margins, confidence, an ask bias) stay on HF.
+    # Not an "eval" setting: an evaluation names its engine in the played model's digest instead
+    # (`stages.evaluate.played_digest`, as it names an ask bias), so the keys of HF evaluations stay those from before
+    eval_engine: str = field(
+        default="hf",
+        metadata={
+            "help": "what generates the greedy answers of step evaluation and task play: hf (transformers) or "
+            "openvino (an exported copy, `inquire export-openvino`)",
+            "affects": ("run",),
+        },
+    )
     eval_tasks: int = field(
         default=120,
         metadata={"help": "held-out test tasks evaluated (the step-level test is their steps)", "affects": ("data",)},
@@ -1203,6 +1215,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "tokenizer_spaces": TOKENIZER_SPACES,
     "tokenizer_digits": TOKENIZER_DIGITS,
     "tokenizer_slots": TOKENIZER_SLOTS,
+    "eval_engine": ("hf", "openvino"),
     # TRL 1.16's GRPOConfig accepts these
     "loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"),
     "scale_rewards": ("group", "batch", "none"),

@@ -17,6 +17,9 @@ threshold t a step asks, with a fixed question (`ASK_TEXT`), iff its score < t. 
 records each step's score gives the whole curve: `curve_points` with margin -score and bias t asks
 exactly where -score + t > 0. An acting completion that asks all the same (the fork was written in
 another form) asks at every threshold (margin +inf).
+
+The pass runs on HF whatever `eval_engine` says: its score reads the decoding's logits and its acting
+completion biases them, and the OpenVINO engine (`evaluation.engine`) has no logits processor.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ learned *when* to ask; a point sliding along the same curve means it only asks m
 A step whose completion never reaches the fork (it wrote something else) gets d = -inf: it does
 not ask at any finite bias. `verify_points` re-generates with the bias applied for real, to check
 that the decision at the fork carries through to the tool call.
+
+Both passes run on HF whatever `eval_engine` says: they read the logits at the fork and bias them, and the
+OpenVINO engine (`evaluation.engine`) has no logits processor.
 """
 
 from __future__ import annotations

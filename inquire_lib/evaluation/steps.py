@@ -21,6 +21,7 @@ from ..agent.questions import answerable
 from ..data.benchmark import inquiry_need, test_records
 from .metrics import step_metrics
 from .fork import ask_bias_processor
+from .engine import is_engine
 from ..runs.paths import run_dir, write_json_atomic, write_jsonl_atomic
 from ..runs.hardware import device_stamp
 from ..runs.tracking import log_metrics
@@ -66,17 +67,28 @@ def generate(
     `ask_bias`: added to the tool call's `call_user` logit (`evaluation.fork.ask_bias_processor`).
     `order`: a list to fill with the record indices in the order they were generated (batches run by
     prompt length), so what the processors saw, batch after batch and row after row, maps back to the
-    records."""
+    records.
+
+    `model` may be an engine's (`evaluation.engine`, `Profile.eval_engine`): then every prompt goes to it in
+    one call (its scheduler batches them), and a pass that needs logits (`logits_processor`, `ask_bias`) is
+    refused: those run on HF."""
+    if is_engine(model) and (logits_processor is not None or ask_bias):
+        raise ValueError(f"eval_engine {model.engine}: a pass that reads or biases logits runs on HF (eval_engine hf)")
     batch_size = batch_size or profile.eval_batch
     config = eval_generation_config(profile, processor, max_new_tokens)
     frame = frame_for(profile)
     processor.tokenizer.padding_side = "left"
-    device = next(model.parameters()).device
-    biased = ask_bias_processor(processor.tokenizer, ask_bias) if ask_bias else None
     prompts = [
         processor.apply_chat_template(prompt_messages(r, profile, frame), tokenize=False, add_generation_prompt=True)
         for r in records
     ]
+    if is_engine(model):
+        if order is not None:
+            order[:] = range(len(records))
+        images = [images_of(r, profile) for r in records]
+        return model.generate(prompts, images, config.max_new_tokens, config.repetition_penalty)
+    device = next(model.parameters()).device
+    biased = ask_bias_processor(processor.tokenizer, ask_bias) if ask_bias else None
     # batches of similar length: left padding then costs little, and the answers go back in the records' order
     by_length = sorted(range(len(records)), key=lambda k: len(prompts[k]))
     if order is not None:

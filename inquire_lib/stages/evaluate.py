@@ -13,31 +13,42 @@ from ..runs.paths import run_dir
 from ..runs.records import REFERENCES
 from ..training.checkpoints import ask_bias_of, available_checkpoints, checkpoint_path
 from ..training.models import loaded, model_digest
+from ..training.openvino import engine_of, engine_loaded
 from .timed import timed
 
 
 def played_digest(path: str | None, profile: Profile, bias: float | None = None) -> str:
     """What an evaluation plays: the model's digest (`training.models.model_digest`), with the checkpoint's
-    ask bias (`bias`, else read from the checkpoint) when it has one."""
+    ask bias (`bias`, else read from the checkpoint) when it has one, and the engine when it is not HF
+    (`Profile.eval_engine`: another engine's greedy answers may differ in a token)."""
     bias = ask_bias_of(path) if bias is None else bias
-    return model_digest(path, profile) + (f"+ask_bias={bias!r}" if bias else "")
+    engine = engine_of(profile, bias)
+    return (
+        model_digest(path, profile)
+        + (f"+ask_bias={bias!r}" if bias else "")
+        + (f"+engine={engine}" if engine != "hf" else "")
+    )
 
 
 def evaluate_once(
     profile: Profile, kind: str, name: str, path: str | None, items_digest: str, out_root, evaluate
 ) -> dict:
     """The stored metrics of an evaluation with the same key (`runs.readback`), marked read back;
-    else load the model at `path`, run `evaluate(model, processor, extra, ask_bias)` with the checkpoint's
-    ask bias (`training.checkpoints.ask_bias_of`) and free the model. The key holds that bias: the same
-    weights played at another operating point differ."""
+    else load the model at `path` on the engine `training.openvino.engine_of` names (HF, or the OpenVINO
+    engine over the checkpoint's export), run `evaluate(model, processor, extra, ask_bias)` with the
+    checkpoint's ask bias (`training.checkpoints.ask_bias_of`) and free the model. The key holds that bias
+    and the engine: the same weights played at another operating point, or by another engine, differ."""
     bias = ask_bias_of(path)
     key = readback.eval_key(kind, played_digest(path, profile, bias), items_digest, profile)
     stored = readback.read_back(run_dir(profile, out_root), kind, name, key)
     if stored is not None:
         print(f"{name}: {kind} metrics read back (same model, items and settings)")
         return {**stored, "read_back": True}
-    with loaded(profile, path) as m:
-        return evaluate(m.model, m.processor, {readback.KEY: key}, bias)
+    engine = engine_of(profile, bias)
+    if engine != profile.eval_engine:
+        print(f"{name}: ask bias {bias!r} is a logits processor, so it is evaluated on HF, not {profile.eval_engine}")
+    with (loaded if engine == "hf" else engine_loaded)(profile, path) as m:
+        return evaluate(m.model, m.processor, {readback.KEY: key, "eval_engine": engine}, bias)
 
 
 @timed("evaluate steps")
