@@ -266,7 +266,7 @@ def main() -> None:
         args.engine,
         args.openvino,
     )
-    # a run with the engine keeps a file of its own, beside the HF-only one that docs/small.md cites
+    # a run with the engine keeps a file of its own, beside the HF-only one that docs/lab/small.md cites
     suffix = "".join(f".{e}" for e in ([args.engine] if args.engine != "ours" else []) + ["openvino"] * args.openvino)
     out = args.out or str(OUT.with_suffix(f"{suffix}.json") if suffix else OUT)
     finish(result, get_profile(args.profile), None if out == "-" else __import__("pathlib").Path(out))
