@@ -281,7 +281,8 @@ def _learning_curve(args) -> int:
     if not run.is_dir():
         raise UsageError(f"{run}: no SFT run there (train one with `inquire train sft`)")
     out = Path(args.out) if args.out else run / "learning_curve.json"
-    curve = learning_curve(profile, run, base_agent(profile), out, max_needless=args.max_needless)
+    steps = {int(x) for x in args.steps.split(",")} if args.steps else None
+    curve = learning_curve(profile, run, base_agent(profile), out, max_needless=args.max_needless, steps=steps)
     print(curve_table(curve))
     print(f"written: {out}")
     return 0
@@ -600,6 +601,9 @@ def _parser() -> argparse.ArgumentParser:
     lc.add_argument("--out", default=None, help="where the curve's JSON goes (default: learning_curve.json in the run)")
     lc.add_argument(
         "--max-needless", type=float, default=0.05, help="the needless-ask rate the step ISR is read at (default 0.05)"
+    )
+    lc.add_argument(
+        "--steps", default="", help="score only these checkpoints, e.g. 60,120,300 (default: every one the run kept)"
     )
     lc.set_defaults(fn=_learning_curve)
     e = sub.add_parser("export", help="write the GRPO prompts for another RL framework", parents=[debug])

@@ -23,10 +23,13 @@ from ..training.models import loaded
 _WEIGHTS = ("adapter_model.safetensors", "adapter_config.json", "model.safetensors", "config.json")
 
 
-def learning_curve(profile: Profile, run: str | Path, base: str, out: str | Path, max_needless: float = 0.05) -> dict:
+def learning_curve(
+    profile: Profile, run: str | Path, base: str, out: str | Path, max_needless: float = 0.05, steps=None
+) -> dict:
     """The curve of the SFT run folder `run` (its `checkpoint-N` folders, adapters on `base`), written
     atomically to `out` after every point; returns it. A point: the step, the examples seen, the fork's AUC
-    (bootstrap 95%) and step ISR at needless <= `max_needless` (Wilson 95%), and the seconds it took."""
+    (bootstrap 95%) and step ISR at needless <= `max_needless` (Wilson 95%), and the seconds it took.
+    `steps`: score only the checkpoints of these steps (and the start); points scored before are kept."""
     out = Path(out)
     records = fork_records(validation_records(profile))
     labels = [bool(r["inquiry_required"]) for r in records]
@@ -45,6 +48,8 @@ def learning_curve(profile: Profile, run: str | Path, base: str, out: str | Path
     # the start (the base agent, nothing learned of asking yet), then every checkpoint
     for step, folder in [(0, Path(base)), *complete_checkpoints(run)]:
         digest = content_digest(folder, names=_WEIGHTS)
+        if digest not in done and steps is not None and step and step not in steps:
+            continue
         if digest not in done:
             t0 = time.time()
             with loaded(profile, str(folder), base=base) as m:
