@@ -582,20 +582,14 @@ def _parser() -> argparse.ArgumentParser:
         parents=[debug],
     )
     sh.add_argument("stage", choices=["sft_full", "sft_weak"], help="the stage whose result is shipped")
-    sh.add_argument("--profile", default="small")
-    sh.add_argument(
-        "--set", action="append", default=[], metavar="FIELD=VALUE", help="the overrides the stage was trained with"
-    )
+    _run_settings(sh, "the overrides the stage was trained with")
     sh.set_defaults(fn=_ship)
     lc = sub.add_parser(
         "learning-curve",
         help="stage 1's learning curve of asking: each SFT checkpoint's fork margin on the validation split",
         parents=[debug],
     )
-    lc.add_argument("--profile", default="small")
-    lc.add_argument(
-        "--set", action="append", default=[], metavar="FIELD=VALUE", help="the overrides the SFT run was trained with"
-    )
+    _run_settings(lc, "the overrides the SFT run was trained with")
     lc.add_argument("--name", default="sft_full", help="the run's output name under artifacts/<profile>/")
     lc.add_argument("--run", default=None, help="the SFT output folder itself (default: from --profile, --set, --name)")
     lc.add_argument("--out", default=None, help="where the curve's JSON goes (default: learning_curve.json in the run)")
@@ -627,6 +621,12 @@ def _parser() -> argparse.ArgumentParser:
     ov.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     ov.set_defaults(fn=_export_openvino)
     return p
+
+
+def _run_settings(parser, set_help: str) -> None:
+    """--profile (default small) and --set: the settings that name a trained run's folder."""
+    parser.add_argument("--profile", default="small", help="the profile the run was trained with")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help=set_help)
 
 
 def exit_code(exc: BaseException) -> int:

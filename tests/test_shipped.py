@@ -64,13 +64,18 @@ def test_export_refuses_weights_above_the_limit(tiny, tmp_path, monkeypatch):
     assert not (tmp_path / "assets").exists()
 
 
-def test_base_agent_starts_from_a_shipped_copy_unless_rebuilt(tmp_path, monkeypatch):
+def _smoke_stage0(tmp_path, monkeypatch):
+    """The smoke profile with its cache and shipped agents under `tmp_path`: (profile, tokenizer folder, the
+    base agent's folder name)."""
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("INQUIRE_REBUILD_BASE_AGENT", raising=False)
     monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path / "assets")
     smoke = get_profile("smoke")
-    tok = models.model_path(smoke)
-    name = sft.base_agent_dir(smoke).name
+    return smoke, models.model_path(smoke), sft.base_agent_dir(smoke).name
+
+
+def test_base_agent_starts_from_a_shipped_copy_unless_rebuilt(tmp_path, monkeypatch):
+    smoke, tok, name = _smoke_stage0(tmp_path, monkeypatch)
     shipped.export(tok, tok, name, command="c", seed=0)  # the untrained tiny model stands in for a base agent
     trained = []
 
@@ -307,12 +312,7 @@ def test_an_edited_stage0_default_names_a_new_folder_and_the_shipped_agent_is_re
     """A shipped agent is installed by its key only. When the profile's own settings no longer give that key (a
     default was edited), stage 0 neither reuses it nor trains silently for hours: one line names the manifest
     and the fields that differ. An override of a stage-0 field asks for another agent, and trains it."""
-    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv("INQUIRE_REBUILD_BASE_AGENT", raising=False)
-    monkeypatch.setattr(shipped, "SHIPPED_ROOT", tmp_path / "assets")
-    smoke = get_profile("smoke")
-    tok = models.model_path(smoke)
-    name = sft.base_agent_dir(smoke).name
+    smoke, tok, name = _smoke_stage0(tmp_path, monkeypatch)
     extra = {"key": sft.base_agent_key(smoke), "profile": "smoke", "settings": sft.base_agent_settings(smoke)}
     shipped.export(tok, tok, name, command="c", seed=0, extra=extra)
     monkeypatch.setattr(sft, "_run_sft", lambda *_a, **_k: (_ for _ in ()).throw(RuntimeError("trained")))
