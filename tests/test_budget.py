@@ -106,5 +106,5 @@ def test_table_covers_models_methods_stages_and_gpus():
         assert r["fits_80"] and r["s_per_step_24"] > r["s_per_step_40"] > r["s_per_step_80"] > 0
     table = markdown_table(rows)
     assert table.count("\n") == len(rows) + 1
-    docs = (ROOT / "docs" / "scaling.md").read_text()
+    docs = (ROOT / "docs" / "lab" / "scaling.md").read_text()
     assert table in docs  # the docs show the table this code computes

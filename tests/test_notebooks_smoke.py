@@ -142,7 +142,10 @@ def test_saved_outputs_are_quiet_and_small(smoke_run):
 def test_kernels_saw_the_private_cache_and_artifacts(smoke_run):
     root, repo = smoke_run["root"], smoke_run["repo"]
     assert (root / "cache" / "models" / "tiny-smoke-s0" / "config.json").exists()
-    assert list((root / "cache" / "models").glob("base-agent-smoke-s0-v*/config.json"))
+    from inquire_lib.profiles import get_profile
+    from inquire_lib.training.sft import base_agent_key
+
+    assert (root / "cache" / "models" / f"base-agent-{base_agent_key(get_profile('smoke'))}" / "config.json").exists()
     assert list((root / "cache" / "data").glob("inquirebench-*-s0-n36/inquirebench.json"))
     for name in ("sft_full", "sft_weak"):
         assert (root / "artifacts" / "smoke" / name / "final" / "adapter_config.json").exists()

@@ -103,7 +103,7 @@ def test_an_ablation_points_evaluations_are_read_back(monkeypatch):
     from inquire_lib.training.models import model_path
 
     profile = get_profile("smoke").replace(eval_tasks=2, eval_max_new_tokens=8, max_episode_steps=2)
-    monkeypatch.setattr(ablations, "_train", lambda vp, v, seed: model_path(vp))
+    monkeypatch.setattr(ablations, "_train", lambda vp, v, seed, start=None: model_path(vp))
     first = ablations.run_point(profile, "sft_no_think", train_seed=1)
     step = json.loads((run_dir(profile) / "metrics" / "step_abl_sft_no_think_s1.json").read_text())
     assert (step["variant"], step["group"], step["train_seed"], step["overrides"]) == (
