@@ -2,7 +2,8 @@
 so that a stage that costs more than a sitting is paid once.
 
 `assets/stages/<stage>-<key>/` holds either a finished result (`kind` "final": the adapter) or a long run's
-last complete checkpoint (`kind` "resume": adapter, optimizer, scheduler, RNG and trainer state), with a
+last complete checkpoint (`kind` "resume": adapter, scheduler, RNG and trainer state; the optimizer's moments
+start anew), with a
 manifest: the stage's content key (`stage_key`: the resolved settings that shaped it under its start's key),
 those settings, the command that trains it, the data fingerprint, the step and examples seen, the training
 seconds and the machine. Every file's sha256 is checked before use; a file that differs is one line naming
@@ -25,9 +26,10 @@ STAGES_ROOT = REPO_ROOT / "assets" / "stages"
 # what a stage's settings are read from (`profiles.AFFECTS`), beside the data and the numerics all stages share
 STAGE_KINDS = {"sft_full": "sft", "sft_weak": "sft", "grpo_full": "grpo", "grpo_weak": "grpo", "grpo_task": "task_grpo"}
 FINAL_FILES = ("adapter_model.safetensors", "adapter_config.json")
+# a resume point leaves out the optimizer's moments (`optimizer.pt`, twice the adapter: over the repository's
+# 25 MB a file); the trainer starts them anew where it goes on, with the schedule, RNG and step restored
 RESUME_FILES = (
     *FINAL_FILES,
-    "optimizer.pt",
     "scheduler.pt",
     "rng_state.pth",
     "trainer_state.json",
@@ -73,7 +75,7 @@ def ship(
     """Copy a finished stage output (`final/`) or a complete trainer checkpoint (`checkpoint-N/`) into its
     shipped folder, written whole or not at all; returns the manifest."""
     source = Path(source)
-    kind = "resume" if (source / "optimizer.pt").exists() else "final"
+    kind = "resume" if (source / "trainer_state.json").exists() else "final"
     names = [n for n in (RESUME_FILES if kind == "resume" else FINAL_FILES) if (source / n).exists()]
     missing = sorted(set(FINAL_FILES) - set(names))
     if missing:
