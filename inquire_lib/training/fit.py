@@ -67,7 +67,9 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
     if devices.is_main_process():
         discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
     checkpoint = last_checkpoint(out_dir) if resume else None
-    trainer.add_callback(mark_checkpoints_callback(checkpoint))
+    # the seconds of the sittings before this one, as the checkpoint gone on from recorded them
+    earlier = float((read_marker(checkpoint) or {}).get("seconds", 0.0)) if checkpoint else 0.0
+    trainer.add_callback(mark_checkpoints_callback(earlier))
     restored = (
         checkpoint is not None
         and not getattr(trainer, "is_deepspeed_enabled", False)  # DeepSpeed restores its own
@@ -84,7 +86,6 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
             if meta is not None:
                 # the machine trained on beside what it trained: the same code trains other weights on another CPU kind
                 # the seconds of this sitting, and of every sitting the run was resumed through
-                earlier = float((read_marker(checkpoint) or {}).get("seconds", 0.0)) if checkpoint else 0.0
                 record = {**meta(tmp, seconds), "seconds_total": round(earlier + seconds, 1), "device": device_stamp()}
                 (tmp / "inquire_train.json").write_text(json.dumps(record, default=str))
             write_marker(tmp)

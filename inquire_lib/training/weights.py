@@ -13,18 +13,14 @@ class CorruptWeightsError(ValueError):
     """A model file that cannot be trusted: truncated, unreadable, or holding NaN/Inf values."""
 
 
-def mark_checkpoints_callback(resumed_from: str | None = None):
+def mark_checkpoints_callback(before: float = 0.0):
     """A `transformers.TrainerCallback` that writes the completeness marker into each checkpoint
     once the trainer has saved all of it (weights, optimizer, RNG and trainer state). The marker also
-    records the training seconds up to that step, summed over the runs it was resumed through (from the
-    marker of `resumed_from`), so a run spread over several sittings still says what it cost."""
+    records the training seconds up to that step: `before` (those of the sittings the run was resumed
+    through) and this sitting's, so a run spread over several sittings still says what it cost."""
     import time
 
     from transformers import TrainerCallback
-
-    from ..runs.integrity import read_marker
-
-    before = float((read_marker(resumed_from) or {}).get("seconds", 0.0)) if resumed_from else 0.0
 
     class MarkCheckpoints(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
