@@ -21,7 +21,6 @@ from typing import Any, Iterable
 TRAIN_VALUES = ("fixed", "procedural")
 # how the simulated user answers `call_user` (`world.env`): from what the question asks, or any question
 USER_ANSWERS = ("content", "any")
-TOKENIZER_SPACES = ("attached", "isolated")
 TOKENIZER_DIGITS = ("merged", "split")
 TOKENIZER_SLOTS = ("apart", "joined")
 
@@ -39,7 +38,6 @@ AFFECTS: dict[str, str] = {
     "task_grpo": "stage 3 (task-level GRPO in PhoneEnv)",
     "eval": "the settings in every evaluation's read-back key (`runs.readback.EVAL_SETTINGS`): prompt, image "
     "size, decoding, numerics; the items evaluated are keyed by their content instead",
-    "mistakes": "the cached play of stage 2's start for its mistakes (`training.mistakes`)",
     "ablations": "notebook 07's ablation points",
     "run": "how a run executes and what it writes beside its results: threads, processes, memory, time "
     "limits, names, figure files",
@@ -56,27 +54,8 @@ def split_sizes(n_tasks: int) -> dict[str, int]:
     return {"train": n_tasks - n_test, "test": n_test}
 
 
-# fields renamed so that each concept has one name: the old name gets one line naming the new one
-RENAMED = {
-    "train_tasks": "benchmark_tasks (all the tasks generated; the training split is 80% of them: train_split_tasks)",
-    "test_tasks": "benchmark_tasks (all the tasks generated; the test split is 20% of them: test_split_tasks)",
-    "sft_inquiry_fraction": "sft_inquiry_share",
-    "weak_inquiry_fraction": "weak_inquiry_share",
-    "select_max_needless": "select_max_needless_steps",
-    "select_ask_max_share": "select_bias_max_needless_episodes",
-    "copy_warmup_seed_steps": "copy_warmup_easy_steps",
-    "copy_warmup_seed_vocab": "copy_warmup_easy_vocab",
-    "copy_warmup_seed_gap": "copy_warmup_easy_gap",
-    "copy_mix_fraction": "copy_mix_share",
-}
-
-
 # what a field's value comes to on a given profile, shown beside its help by `explain`
 DERIVED = {"benchmark_tasks": lambda p: f"here {p.train_split_tasks} + {p.test_split_tasks}"}
-
-
-def renamed_message(key: str) -> str:
-    return f"profile field {key!r} was renamed: use {RENAMED[key]}"
 
 
 @dataclass(frozen=True)
@@ -91,7 +70,7 @@ class Profile:
         default=0,
         metadata={
             "help": "the seed of the data, the tiny model, the base agent and every training run",
-            "affects": ("data", "tokenizer", "base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("data", "tokenizer", "base_agent", "checkpoints", "eval"),
         },
     )
     train_seed: int | None = field(
@@ -124,7 +103,7 @@ class Profile:
         metadata={
             "help": "how the training split draws slot values and phrasings: fixed (the train pools and the templates' "
             "sentences) or procedural (open-ended composed values and phrasings; `world.values`)",
-            "affects": ("data", "tokenizer", "base_agent", "checkpoints", "mistakes"),
+            "affects": ("data", "tokenizer", "base_agent", "checkpoints"),
         },
     )
     # --- model ---
@@ -133,7 +112,7 @@ class Profile:
         metadata={
             "help": "the base model: tiny:<size> builds offline, smollm2:135m grafts the pretrained SmolLM2 from its "
             "installed GGUF file (`training.pretrained`); anything else is a hub id or a local path",
-            "affects": ("tokenizer", "base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("tokenizer", "base_agent", "checkpoints", "eval"),
         },
     )
     pretrained_layers: int = field(
@@ -141,20 +120,7 @@ class Profile:
         metadata={
             "help": "keep only the first N layers of a pretrained language model (0: all 30 of SmolLM2): a knob "
             "that trades what the model knows for time a step",
-            "affects": ("tokenizer", "base_agent", "checkpoints", "eval", "mistakes"),
-        },
-    )
-    # "attached" (GPT-2 style): " Dante" in an instruction and "Dante" after a quote in the action are
-    # different tokens, so typing a value means translating its first word. "isolated": a word is the same
-    # tokens wherever it stands, at 39% more text tokens (96,990 vs 69,887 for 835 prompts and completions).
-    # Measured on the cpu profile's stage 0 (2,500 steps each, 160 held-out tasks): isolated is worse
-    # (`type` 0/76 vs 6/76, `click` 0.68 vs 0.77, safe tasks SR 0.14 vs 0.30), so attached stays
-    tokenizer_spaces: str = field(
-        default="attached",
-        metadata={
-            "help": "how the tiny model's byte-level BPE treats a space: attached to the next word, or isolated "
-            "(a token of its own)",
-            "affects": ("tokenizer", "base_agent", "checkpoints"),
+            "affects": ("tokenizer", "base_agent", "checkpoints", "eval"),
         },
     )
     # merged: "18" after "$" or a quote is one token, " 18" after a space is " 1" "8", so the reasoning's
@@ -187,18 +153,18 @@ class Profile:
         default=False,
         metadata={
             "help": "load the model's weights in 4-bit NF4 (QLoRA); stage 0 always trains full weights",
-            "affects": ("checkpoints", "eval", "mistakes"),
+            "affects": ("checkpoints", "eval"),
         },
     )
     bf16: bool = field(
         default=False,
         metadata={
             "help": "bf16 weights and compute on a GPU",
-            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("base_agent", "checkpoints", "eval"),
         },
     )
-    # AVX-512 BF16 or AMX: about 2.4x an fp32 matmul there. Elsewhere the CPU emulates bf16 (measured 45x
-    # slower than fp32 on an AVX2-only EPYC), so the switch is ignored there
+    # fast only where the CPU has AVX-512 BF16 or AMX; elsewhere it emulates bf16, far slower than fp32, so the
+    # switch is ignored there (`runs.hardware.bf16_probe`; docs/lab/log.md has the ratios per CPU kind)
     cpu_bf16: bool = field(
         default=False,
         metadata={
@@ -215,7 +181,7 @@ class Profile:
         metadata={
             "help": "torch threads per process; 2 threads on 2 busy cores thrash (a step 1 s -> 10 s, measured), "
             "1 is steadier (CI)",
-            "affects": ("eval", "mistakes", "run"),
+            "affects": ("eval", "run"),
         },
     )
     requires_cuda: bool = field(
@@ -230,14 +196,14 @@ class Profile:
         default=28 * 28 * 4,
         metadata={
             "help": "the smallest image handed to the processor, in pixels",
-            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("base_agent", "checkpoints", "eval"),
         },
     )
     max_pixels: int = field(
         default=28 * 28 * 36,
         metadata={
             "help": "the largest image handed to the processor, in pixels: a 360x720 screen becomes 112x224 = 32 tokens",
-            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("base_agent", "checkpoints", "eval"),
         },
     )
     # --- prompt ---
@@ -245,36 +211,28 @@ class Profile:
         default=True,
         metadata={
             "help": "the accessibility list in the prompt (ablation switch)",
-            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("base_agent", "checkpoints", "eval"),
         },
     )
     a11y_coords: bool = field(
         default=True,
         metadata={
             "help": "element centres in the accessibility list (a tiny model reads the slot id instead)",
-            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("base_agent", "checkpoints", "eval"),
         },
     )
     use_think: bool = field(
         default=True,
         metadata={
             "help": "pre-action reasoning before the tool call (ablation switch)",
-            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("base_agent", "checkpoints", "eval"),
         },
     )
     use_prev_screenshot: bool = field(
         default=True,
         metadata={
             "help": "the previous screenshot in the prompt too (off: one image, shorter sequences)",
-            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
-        },
-    )
-    task_last: bool = field(
-        default=False,
-        metadata={
-            "help": "the task after the element list instead of first, next to where the answer starts (stage 0 at "
-            "400 steps ignored a task stated first; docs/lab/base_agent.md)",
-            "affects": ("base_agent", "checkpoints", "eval", "mistakes"),
+            "affects": ("base_agent", "checkpoints", "eval"),
         },
     )
     # --- LoRA ---
@@ -321,9 +279,8 @@ class Profile:
     base_agent_threads: int = field(
         default=0, metadata={"help": "torch threads for stage 0 (0: torch_threads)", "affects": ("run",)}
     )
-    # The value-copying steps are every `type` and clicks on an element the instruction names. Measured by
-    # continuing the shipped cpu agent for 400 steps at lr 5e-4 (160 held-out tasks): `type` 20/76 with
-    # 4,000 drill tasks' steps (4,159) in the mix, 11/76 for the same 400 steps without (6/76 before)
+    # The value-copying steps are every `type` and clicks on an element the instruction names: with fresh
+    # values, only copying lowers their loss (docs/lab/base_agent.md, "copy drill")
     copy_drill_tasks: int = field(
         default=0,
         metadata={
@@ -344,8 +301,7 @@ class Profile:
     # Each fresh task is played by the expert with mistakes at a random step (another app, a click that opens
     # a detour); the steps after them (Back with its reason, then the path with the mistakes in the history)
     # join stage 0's data. Without them no training example shows a detour, and every policy ends the task
-    # there. Measured continuing the curriculum agent 400 steps with 2,000 (docs/lab/base_agent.md): Back first on
-    # 36 of 38 detours (0 of 34 before), but after a Back the same mistake 110 times of 163, so 4 of 38 succeed
+    # there (docs/lab/base_agent.md, "recovery drill")
     recovery_drill_tasks: int = field(
         default=0,
         metadata={
@@ -354,9 +310,8 @@ class Profile:
             "affects": ("data", "base_agent"),
         },
     )
-    # The app is one decision a task, about a fifth of stage 0's rows. The small agent's wrong apps are stable pairs
-    # (a cart -> Wallet, a permission or a reset -> the app it names instead of Settings; docs/lab/small.md), which
-    # more of the same mix teaches slowly (2-8 of 83 held-out `open` steps a 60-step link)
+    # The app is one decision a task, about a fifth of stage 0's rows, and the small agent's wrong apps are stable
+    # pairs that more of the same mix teaches slowly (docs/lab/small.md)
     open_oversample: int = field(
         default=1,
         metadata={
@@ -364,60 +319,12 @@ class Profile:
             "affects": ("base_agent",),
         },
     )
-    # with one, a policy that learned Back still ends the task on its second detour (33 of 39 detoured safe tasks)
+    # with one, a policy that learned Back still ends the task on its second detour (docs/lab/base_agent.md)
     recovery_drill_slips: int = field(
         default=1,
         metadata={
             "help": "at most this many mistakes in a row at the recovery drill's step, each undone by Back",
             "affects": ("data", "base_agent"),
-        },
-    )
-    # Text-only sequences write a random token string, a gap, and the string again (loss on the second copy),
-    # to form the induction heads copying needs before stage 0's agent data. The shipped agents copy 0-1% of
-    # such strings (`evaluation.copying`). Gaps are log-uniform up to `copy_warmup_gap`, tokens any.
-    copy_warmup_steps: int = field(
-        default=0,
-        metadata={
-            "help": "steps of stage 0's copy warm-up (`training.warmup`) before its agent data (0: no warm-up)",
-            "affects": ("base_agent",),
-        },
-    )
-    copy_warmup_gap: int = field(
-        default=200,
-        metadata={
-            "help": "the copy warm-up's longest gap between a string and its copy, in tokens",
-            "affects": ("base_agent",),
-        },
-    )
-    copy_warmup_lr: float = field(
-        default=1e-3, metadata={"help": "the copy warm-up's learning rate", "affects": ("base_agent",)}
-    )
-    # where the circuit forms quickly (docs/lab/base_agent.md: "The agents cannot copy at all")
-    copy_warmup_easy_steps: int = field(
-        default=4000,
-        metadata={
-            "help": "the copy warm-up's first part: steps of strings of few tokens with short gaps",
-            "affects": ("base_agent",),
-        },
-    )
-    copy_warmup_easy_vocab: int = field(
-        default=64,
-        metadata={
-            "help": "the easy part's strings use the first this many ordinary tokens",
-            "affects": ("base_agent",),
-        },
-    )
-    copy_warmup_easy_gap: int = field(
-        default=24, metadata={"help": "the easy part's longest gap, in tokens", "affects": ("base_agent",)}
-    )
-    # Copy rows (`training.warmup.copy_records`): a marked string of random tokens in the prompt, copied as the
-    # answer. Measured (docs/lab/base_agent.md): a quarter of 1,200 steps from the warmed model keeps 0.55 of
-    # strings of 10 copied (0.19 without), yet the held-out `type` values' later tokens are right 88/178 (100/178 without)
-    copy_mix_share: float = field(
-        default=0.0,
-        metadata={
-            "help": "the share of stage 0's rows that are copy rows, so stage 0 keeps paying for the warm-up's copier",
-            "affects": ("base_agent",),
         },
     )
     # --- stage 1: SFT ---
@@ -444,9 +351,7 @@ class Profile:
         },
     )
     # 0 uses the benchmark's training split, whose values stage 0 has already seen several times; fresh tasks
-    # keep SFT from lowering its loss by recalling a value stage 0 memorised. Measured on the cpu profile from
-    # the curriculum agent (150 steps, 160 held-out tasks): `type` 10/76 -> 16/76 with 2,000, task SR 0.27 -> 0.28
-    # (docs/lab/base_agent.md)
+    # keep SFT from lowering its loss by recalling a value stage 0 memorised (docs/lab/base_agent.md)
     sft_tasks: int = field(
         default=0,
         metadata={
@@ -455,8 +360,7 @@ class Profile:
             "affects": ("data", "sft", "dagger"),
         },
     )
-    # 1,000 from the drilled agent keep its Back (32 of 41 detours): task SR 0.33 (0.26-0.41) vs 0.28
-    # (docs/lab/base_agent.md)
+    # they keep the drilled agent's Back through stage 1 (docs/lab/base_agent.md)
     sft_recovery_tasks: int = field(
         default=0,
         metadata={
@@ -507,22 +411,12 @@ class Profile:
             "affects": ("dagger",),
         },
     )
-    # 0: the plain union, where a few hundred states among ~15,000 expert steps are ~3% of each batch.
-    # 0.5 with 64 tasks a round repeats each state ~20 times and its values are recalled: `type` 16/76 -> 1/76
+    # 0: the plain union, where a few hundred states are a small share of each batch among the expert's steps;
+    # a large share repeats each state until its values are recalled (docs/lab/log.md, DAgger)
     dagger_mix: float = field(
         default=0.0,
         metadata={
             "help": "the share of a DAgger round's examples drawn from the labelled states (repeated to reach it)",
-            "affects": ("dagger",),
-        },
-    )
-    # A policy that makes the same mistake again after Back loops until the step limit, and without a cap those
-    # two states (the detour, labelled Back; the screen before it, labelled the right action) are most of a
-    # round; its effect on a round is not measured yet
-    dagger_repeat_cap: int = field(
-        default=0,
-        metadata={
-            "help": "at most this many labelled states per episode for one screen and expert label (0: every one)",
             "affects": ("dagger",),
         },
     )
@@ -565,25 +459,6 @@ class Profile:
             "help": "fresh training tasks played with a mistake for stage 2's states off the path",
             "affects": ("data", "grpo"),
         },
-    )
-    # The start checkpoint is played greedily on `grpo_mistake_tasks` fresh training tasks; its states with one
-    # of the outcomes `grpo_mistake_outcomes` (`training.mistakes`: e.g. its needless asks, with whatever
-    # history led there) become prompts. Like the detours, taken from the other steps, and never more prompts
-    # than the start has mistakes. sft_full on 400 tasks: 1,525 mistakes, 122 needless and 35 missed inquiries
-    # among them. From full SFT at 0.1 (from the follow-ups, 0.1): 15 / 13 / 19 of 160 episodes with a needless
-    # ask over three seeds (22 / 21 / 15 without); from sft_weak +15.0 / -7.0 / +34.0 points of step ISR, so off
-    # (docs/lab/grpo_inquiry_gain.md)
-    grpo_mistake_share: float = field(
-        default=0.0,
-        metadata={"help": "the share of GRPO prompts that are the start's own mistakes", "affects": ("grpo",)},
-    )
-    grpo_mistake_tasks: int = field(
-        default=400,
-        metadata={"help": "fresh training tasks the start plays for its mistakes", "affects": ("grpo", "mistakes")},
-    )
-    grpo_mistake_outcomes: tuple[str, ...] = field(
-        default=("needless_inquiry", "missed_inquiry"),
-        metadata={"help": "the step outcomes that count as the start's mistakes", "affects": ("grpo", "mistakes")},
     )
     num_generations: int = field(
         default=8, metadata={"help": "completions per GRPO prompt (the group)", "affects": ("grpo",)}
@@ -638,7 +513,7 @@ class Profile:
     grpo_seeds: int = field(
         default=1, metadata={"help": "training seeds of each GRPO stage in notebook 03's table", "affects": ("grpo",)}
     )
-    # Two GRPO runs side by side on the 2-core machine took 13 s a step each (12.3 alone)
+    # two runs side by side on 2 cores, each on one thread, cost about what one costs alone (docs/lab/log.md)
     parallel_runs: int = field(
         default=1,
         metadata={
@@ -681,8 +556,8 @@ class Profile:
     )
     # The first bias (nearest zero first) whose validation tasks, played online, keep the share of episodes
     # with a needless inquiry at most `select_bias_max_needless_episodes`, else the lowest share; the step and task
-    # evaluations play the checkpoint with it (`training.checkpoints.ask_bias_of`). From full SFT every seed
-    # needed -6 and lost 24.5-55 points of step ISR (docs/lab/grpo_inquiry_gain.md)
+    # evaluations play the checkpoint with it (`training.checkpoints.ask_bias_of`); measured and left off
+    # (docs/lab/grpo_inquiry_gain.md, "An operating point for grpo_full")
     select_ask_biases: tuple[float, ...] = field(
         default=(),
         metadata={
@@ -744,7 +619,7 @@ class Profile:
         default=15,
         metadata={
             "help": "the step limit of an episode played online (evaluation, stage 3, roll-outs)",
-            "affects": ("task_grpo", "eval", "mistakes"),
+            "affects": ("task_grpo", "eval"),
         },
     )
     user_answers: str = field(
@@ -752,22 +627,22 @@ class Profile:
         metadata={
             "help": "the simulated user answers what a question asks (content) or any question at an inquiry step "
             "(any, the older user); stage 2's inquiry reward judges questions the same way",
-            "affects": ("grpo", "task_grpo", "eval", "mistakes"),
+            "affects": ("grpo", "task_grpo", "eval"),
         },
     )
     # --- evaluation ---
     eval_batch: int = field(
-        default=32, metadata={"help": "prompts generated at once in an evaluation", "affects": ("eval", "mistakes")}
+        default=32, metadata={"help": "prompts generated at once in an evaluation", "affects": ("eval",)}
     )
     eval_max_new_tokens: int = field(
         default=96,
-        metadata={"help": "the longest answer an evaluation generates, in tokens", "affects": ("eval", "mistakes")},
+        metadata={"help": "the longest answer an evaluation generates, in tokens", "affects": ("eval",)},
     )
     eval_repetition_penalty: float = field(
         default=1.0,
         metadata={
             "help": "the evaluation's repetition penalty, explicit: a hub checkpoint ships its own (Qwen: 1.05)",
-            "affects": ("eval", "mistakes"),
+            "affects": ("eval",),
         },
     )
     # decoding is bound by reading the weights once per new token: bf16 weights halve that, and a CPU with native
@@ -777,7 +652,7 @@ class Profile:
         metadata={
             "help": "evaluate in bf16 (an adapter merged first) on a CPU with native bf16; greedy outputs may differ "
             "from fp32's in a few tokens, so the manifest names the dtype",
-            "affects": ("eval", "mistakes"),
+            "affects": ("eval",),
         },
     )
     # OpenVINO GenAI's continuous batching (`evaluation.engine`): every prompt of a pass in one queue, each row
@@ -846,9 +721,6 @@ class Profile:
     )
 
     def replace(self, **changes) -> "Profile":
-        for key in changes:
-            if key in RENAMED:
-                raise OverrideError(renamed_message(key))
         return dataclasses.replace(self, **changes)
 
     @property
@@ -945,10 +817,9 @@ PROFILES: dict[str, Profile] = {
         missed_penalty=2.0,
         grpo_seeds=3,
         parallel_runs=2,
-        # stage 2 as docs/lab/grpo_inquiry_gain.md measured it from sft_weak over three seeds (+45.5, +40.0,
-        # +35.0 points of step ISR; 11, 13 and 5 of 160 episodes with a needless ask): a needless ask
-        # costs 1.5, half the prompts need an inquiry and a fifth follow one, 5% are states off the
-        # path, an ask after "not needed" costs 2 more, and validation plays its tasks online
+        # stage 2 as docs/lab/grpo_inquiry_gain.md chose it: a needless ask costs 1.5, half the prompts need an
+        # inquiry and a fifth follow one, 5% are states off the path, an ask after "not needed" costs 2 more,
+        # and validation plays its tasks online
         **GRPO_FINDINGS,
         task_grpo_steps=10,
         torch_threads=1,
@@ -965,9 +836,9 @@ PROFILES: dict[str, Profile] = {
     # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
     # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
     # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
-    # (~13k tokens); docs/lab/scaling.md has the arithmetic. GRPO keeps what the cpu runs showed:
-    # a missed ask costs 2.0 (0.5/0.5 drowns the ask-or-act gap), stage 2's findings (GRPO_FINDINGS), the
-    # top-20% entropy mask, a KL term, a checkpoint every 50 steps chosen on validation.
+    # (~13k tokens); docs/lab/scaling.md has the arithmetic. GRPO keeps what the cpu runs chose: the
+    # missed-ask penalty, stage 2's findings (GRPO_FINDINGS), the top-20% entropy mask, a KL term, a checkpoint
+    # every 50 steps chosen on validation.
     "gpu": Profile(
         name="gpu",
         model="Qwen/Qwen2.5-VL-3B-Instruct",
@@ -1001,12 +872,11 @@ PROFILES: dict[str, Profile] = {
     ),
 }
 
-# The cpu base agent's curriculum (shipped beside it): 1,200 more stage-0 steps from the shipped
-# 2,500-step agent, on every action step of 5,000 fresh tasks plus the copy drill of 3,000 more, lr 5e-4,
-# so no value repeats and only copying lowers the loss. On the 160 held-out tasks: `type` 6/76 -> 28/76,
-# safe-step accuracy 0.79 -> 0.83, safe tasks SR 0.30 -> 0.51 (docs/lab/base_agent.md). `--set` each item to use it.
+# The cpu base agent's curriculum: more stage-0 steps from the shipped agent on every action step of fresh tasks
+# plus the copy drill, so no value repeats and only copying lowers the loss (docs/lab/base_agent.md has what it
+# gave). `--set` each item to use it.
 CPU_BASE_AGENT_CURRICULUM = {
-    "base_agent_init": "base-agent-45303721495d",
+    "base_agent_init": "base-agent-8334194b6c41",
     "base_agent_tasks": 5000,
     "copy_drill_tasks": 3000,
     "base_agent_steps": 1200,
@@ -1014,8 +884,8 @@ CPU_BASE_AGENT_CURRICULUM = {
 }
 
 # small's stage 0 (the sixth continuation of its base agent: docs/lab/small.md): the adapter of the fifth link
-# trained 150 more steps, lr 2e-4, on the action steps of 12,000 fresh tasks and the recovery drill, each app
-# choice three times. Its start is named as it was shipped; only this agent is shipped now
+# trained on the action steps of fresh tasks and the recovery drill, each app choice three times. Its start is
+# named as it was shipped; only this agent is shipped now
 SMALL_BASE_AGENT_CURRICULUM = {
     "base_agent_init": "base-agent-small-s0-v2-procedural-obadb11b85d",
     "base_agent_tasks": 12000,
@@ -1028,7 +898,7 @@ SMALL_BASE_AGENT_CURRICULUM = {
 # trained for stage 0) with short stages (40 SFT steps of 12 examples, each inquiry step 8 times), a small test
 # (20 held-out tasks, inquiry probes up to 40 inquiry steps), GRPO groups of 4 completions for 2 prompts, one
 # thread (another job may hold the other core) and two ablation points (`ABLATION_GRIDS`), so that all seven
-# notebooks run in a sitting on 2 cores; its measured times and what it shows are in docs/lab/log.md
+# notebooks run in a sitting on 2 cores; what it takes and shows is in docs/lab/log.md
 PROFILES["quick"] = PROFILES["cpu"].replace(
     name="quick",
     base_agent_from="cpu",
@@ -1063,7 +933,7 @@ PROFILES["quick"] = PROFILES["cpu"].replace(
 # prompt with the element centres listed, trained with LoRA (bf16 autocast where the CPU has it). Stage 0 trains
 # the adapter and a new vision tower on every action step of fresh tasks plus the recovery drill; it is shipped
 # as that adapter (`training.shipped`). Later stages put a fresh adapter on the merged base agent, by default the
-# curriculum's (`SMALL_BASE_AGENT_CURRICULUM`: 73 of the 80 held-out safe tasks; the first agent 12 of the first 40).
+# curriculum's (`SMALL_BASE_AGENT_CURRICULUM`; docs/lab/small.md has each link's results).
 PROFILES["small"] = PROFILES["cpu"].replace(
     name="small",
     model="smollm2:135m",
@@ -1107,8 +977,7 @@ DEFAULT_PROFILE = "quick"
 
 # the ablation variants (notebook 07, `ablations.VARIANTS`) of a profile that runs fewer than all of them; the
 # others are skipped with the reason. quick's two points are the sft group's reference and the largest effect
-# measured on cpu (docs/lab/log.md: pixels only, -30.4 points of safe-step accuracy), so its sweep shows an effect
-# with its interval in minutes; without the reasoning the quick agent's evaluation alone took 5.5 min here
+# measured on cpu (docs/lab/log.md), so its sweep shows an effect with its interval in minutes
 ABLATION_GRIDS: dict[str, tuple[str, ...]] = {"quick": ("sft_baseline", "sft_no_a11y")}
 
 # what each profile can and cannot show; the first line of every notebook's output says it
@@ -1212,7 +1081,6 @@ _FIXED = ("name", "overrides")
 CHOICES: dict[str, tuple[str, ...]] = {
     "train_values": TRAIN_VALUES,
     "user_answers": USER_ANSWERS,
-    "tokenizer_spaces": TOKENIZER_SPACES,
     "tokenizer_digits": TOKENIZER_DIGITS,
     "tokenizer_slots": TOKENIZER_SLOTS,
     "eval_engine": ("hf", "openvino"),
@@ -1236,8 +1104,6 @@ class OverrideError(ValueError):
 
 
 def _unknown(key: str) -> OverrideError:
-    if key in RENAMED:
-        return OverrideError(renamed_message(key))
     valid = sorted(overridable_fields())
     close = difflib.get_close_matches(key, valid, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""

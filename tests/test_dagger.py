@@ -113,10 +113,9 @@ def test_the_aggregate_gives_the_labelled_states_their_share():
     )  # never fewer than all of them
 
 
-def test_the_repeat_cap_keeps_a_loops_states_at_most_cap_times_per_episode():
+def test_the_labeller_labels_every_turn_of_a_loop():
     """A policy that opens a wrong app and goes back, again and again, visits two states: home (the
-    expert says: open the right app) and the wrong app (Back). Uncapped, every turn is labelled; with
-    `dagger_repeat_cap=2` each of the two is labelled twice per episode and the rest are counted."""
+    expert says: open the right app) and the wrong app (Back). Every turn is labelled, in order."""
     from inquire_lib.agent.actions import Action, format_completion
 
     tasks = [t for t in (task_at(SMOKE.seed, "train", i) for i in range(40)) if t.steps[0].action.type == "open"][:3]
@@ -130,13 +129,9 @@ def test_the_repeat_cap_keeps_a_loops_states_at_most_cap_times_per_episode():
             out.append(format_completion("Looping. Inquiry check: not needed, because looping.", action))
         return out
 
-    uncapped = Labeller(SMOKE, 1)
-    run_episodes(uncapped.wrap(looping), tasks, SMOKE, max_steps=10)
-    assert len(uncapped.states) == 30 and uncapped.repeats_dropped == 0
-    capped = Labeller(SMOKE.replace(dagger_repeat_cap=2), 1)
-    run_episodes(capped.wrap(looping), tasks, SMOKE, max_steps=10)
-    assert len(capped.states) == 3 * 2 * 2 and capped.repeats_dropped == 30 - 12
-    labels = sorted({json.loads(s["gold_action"])["action"] for s in capped.states})
-    assert labels == ["open", "system_button"]
-    per_task = {t.task_id: [s["step"] for s in capped.states if s["task_id"] == t.task_id] for t in tasks}
-    assert all(steps == [0, 1, 2, 3] for steps in per_task.values())  # the first visits are the ones kept
+    labeller = Labeller(SMOKE, 1)
+    run_episodes(labeller.wrap(looping), tasks, SMOKE, max_steps=10)
+    assert len(labeller.states) == 30
+    assert sorted({json.loads(s["gold_action"])["action"] for s in labeller.states}) == ["open", "system_button"]
+    per_task = {t.task_id: [s["step"] for s in labeller.states if s["task_id"] == t.task_id] for t in tasks}
+    assert all(steps == list(range(10)) for steps in per_task.values())

@@ -112,38 +112,12 @@ def _sublist(small: list, big: list) -> bool:
     return any(big[i : i + len(small)] == small for i in range(len(big) - len(small) + 1))
 
 
-def test_isolated_spaces_make_a_value_the_same_tokens_in_the_instruction_and_in_the_action():
-    """Typing a held-out value is a copy of token ids only when spaces stand alone: with GPT-2's
-    attached spaces the value's first word differs after a space and after the action's quote."""
-    import json
-
-    from inquire_lib.world.values import POOLS
-
-    held_out = ["Dante Moreau", "got the tickets", "travel pillow", "Lakeside Pier", "Quarterly report", "18"]
-    assert {"Dante", "Moreau", "got the tickets", "travel pillow", "Lakeside Pier", "Quarterly report", 18} <= {
-        v for _, test in POOLS.values() for v in test
-    }
-    for spaces, copies in (("isolated", True), ("attached", False)):
-        tok = models.build_tokenizer(1024, "procedural", spaces)
-        same = []
-        for value in held_out:
-            instruction = f"Please send {value} to them now."
-            action = json.dumps({"action": "type", "text": value})
-            quoted = tok(json.dumps(value), add_special_tokens=False)["input_ids"][1:-1]  # between the quotes
-            assert _sublist(quoted, tok(action, add_special_tokens=False)["input_ids"])
-            same.append(_sublist(quoted, tok(instruction, add_special_tokens=False)["input_ids"]))
-            assert tok.decode(tok(instruction)["input_ids"]) == instruction  # spaces come back as they were
-        assert all(same) if copies else not any(same[:-1]), (spaces, same)
-    with pytest.raises(ValueError, match="attached or isolated"):
-        models.build_tokenizer(1024, "fixed", "glued")
-
-
 def test_split_digits_make_a_number_the_same_tokens_wherever_it_stands():
     """Merged, "18" after "$" (the instruction) or a quote (the action) and " 18" after a space (the
     reasoning) share no token; split, the digits are the same ids in all three. The vocabulary is the
     merged one's, id for id, so an agent trained with merged digits can continue with split ones."""
-    merged = models.build_tokenizer(1024, "procedural", "attached", "merged")
-    split = models.build_tokenizer(1024, "procedural", "attached", "split")
+    merged = models.build_tokenizer(1024, "procedural", "merged")
+    split = models.build_tokenizer(1024, "procedural", "split")
     assert split.get_vocab() == merged.get_vocab()
     places = ["Send $18 to Dante Moreau.", "Type: 18. Inquiry check", '{"action": "type", "text": "18"}']
     for tok, same in ((split, True), (merged, False)):
@@ -157,15 +131,15 @@ def test_split_digits_make_a_number_the_same_tokens_wherever_it_stands():
     words = "Tell Cleo Kim: dinner is ready in Chat."
     assert merged(words)["input_ids"] == split(words)["input_ids"]  # text without digits is cut alike
     with pytest.raises(ValueError, match="merged or split"):
-        models.build_tokenizer(1024, "fixed", "attached", "single")
+        models.build_tokenizer(1024, "fixed", "single")
 
 
 def test_joined_slots_follow_a_name_directly_in_the_list_and_in_the_reasoning():
     """Apart, every element line puts the same space token between a name and its slot; joined, the
     slot token carries the space, so the slot comes right after the name's last token in the element
     list and in the reasoning alike. Same ids, same text back."""
-    apart = models.build_tokenizer(1024, "procedural", "attached", "merged", "apart")
-    joined = models.build_tokenizer(1024, "procedural", "attached", "merged", "joined")
+    apart = models.build_tokenizer(1024, "procedural", "merged", "apart")
+    joined = models.build_tokenizer(1024, "procedural", "merged", "joined")
     assert len(joined) == len(apart)
     assert joined.convert_tokens_to_ids(" <r2>") == apart.convert_tokens_to_ids("<r2>")
     line, think = "- Dinner party <r2>\n- Flight details <r4>", "Target: Dinner party <r2>. Inquiry check"
@@ -178,7 +152,7 @@ def test_joined_slots_follow_a_name_directly_in_the_list_and_in_the_reasoning():
     words = "Tell Cleo Kim: dinner is ready in Chat."
     assert apart(words)["input_ids"] == joined(words)["input_ids"]
     with pytest.raises(ValueError, match="apart or joined"):
-        models.build_tokenizer(1024, "fixed", "attached", "merged", "glued")
+        models.build_tokenizer(1024, "fixed", "merged", "glued")
 
 
 def test_tokenizer_digits_get_a_cache_of_their_own(tmp_path, monkeypatch):
@@ -193,19 +167,6 @@ def test_tokenizer_digits_get_a_cache_of_their_own(tmp_path, monkeypatch):
     both = apply_overrides(cpu, {"tokenizer_digits": "split", "tokenizer_slots": "joined"})
     assert models.tiny_dir(both) == tmp_path / "models" / "tiny-cpu-s0-procedural-digits-split-slots-joined"
     assert len({base_agent_dir(p) for p in (cpu, split, both)}) == 3
-
-
-def test_tokenizer_spaces_get_a_cache_of_their_own(tmp_path, monkeypatch):
-    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
-    from inquire_lib.profiles import apply_overrides
-    from inquire_lib.training.sft import base_agent_dir
-
-    cpu = get_profile("cpu")
-    isolated = apply_overrides(cpu, {"tokenizer_spaces": "isolated"})
-    assert models.tiny_dir(isolated) == tmp_path / "models" / "tiny-cpu-s0-procedural-spaces-isolated"
-    assert models.tiny_dir(cpu) == tmp_path / "models" / "tiny-cpu-s0-procedural"
-    assert base_agent_dir(isolated) != base_agent_dir(cpu)
-    assert base_agent_dir(get_profile("cpu").replace(tokenizer_spaces="attached")) == base_agent_dir(cpu)
 
 
 def test_screen_becomes_32_image_tokens(cache):

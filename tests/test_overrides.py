@@ -9,7 +9,6 @@ import pytest
 
 from inquire_lib import cli
 from inquire_lib.profiles import (
-    RENAMED,
     OverrideError,
     apply_overrides,
     check_overrides,
@@ -238,25 +237,10 @@ def test_quick_starts_from_the_cpu_base_agent(monkeypatch, tmp_path):
         parse_overrides(["base_agent_from=quick"])
 
 
-@pytest.mark.parametrize("old", sorted(RENAMED))
-def test_a_renamed_field_is_refused_in_one_line_naming_its_new_name(old):
-    new = RENAMED[old].split()[0]
-    assert new in overridable_fields()
-    for refuse in (
-        lambda: parse_overrides([f"{old}=1"]),
-        lambda: check_overrides({old: 1}),
-        lambda: get_profile("smoke").replace(**{old: 1}),
-        lambda: get_profile("smoke", **{old: 1}),
-    ):
-        with pytest.raises(OverrideError, match=rf"^profile field '{old}' was renamed: use {new}\b") as info:
-            refuse()
-        assert "\n" not in str(info.value)
-
-
-def test_cli_names_the_new_field_for_an_old_one(capsys):
-    assert cli.main(["profile", "smoke", "--set", "train_tasks=40"]) == 2
+def test_cli_refuses_an_unknown_field_in_one_line(capsys):
+    assert cli.main(["profile", "smoke", "--set", "val_task=40"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "'train_tasks' was renamed: use benchmark_tasks" in err
+    assert err.count("\n") == 0 and "unknown profile field 'val_task' (did you mean val_tasks?)" in err
 
 
 def test_split_sizes_are_the_real_ones():

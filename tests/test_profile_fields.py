@@ -17,10 +17,10 @@ from inquire_lib.profiles import (
     unclassified_fields,
 )
 from inquire_lib.runs import readback
-from inquire_lib.training import configs, mistakes, sft
+from inquire_lib.training import configs, sft
 
 # what the hand-kept lists held before they were derived, and the fields added since (the small profile's
-# `pretrained_layers` and `eval_bf16`, and `user_answers`), under today's names (`profiles.RENAMED`): changing either set renames caches
+# `pretrained_layers` and `eval_bf16`, and `user_answers`), under today's names: changing either set renames caches
 BASE_AGENT = {
     "pretrained_layers",
     "seed",
@@ -37,8 +37,6 @@ BASE_AGENT = {
     "base_agent_lr",
     "sft_batch",
     "train_values",
-    "task_last",
-    "tokenizer_spaces",
     "tokenizer_digits",
     "tokenizer_slots",
     "copy_drill_tasks",
@@ -47,13 +45,6 @@ BASE_AGENT = {
     "recovery_drill_tasks",
     "recovery_drill_slips",
     "open_oversample",
-    "copy_warmup_steps",
-    "copy_warmup_gap",
-    "copy_warmup_lr",
-    "copy_warmup_easy_steps",
-    "copy_warmup_easy_vocab",
-    "copy_warmup_easy_gap",
-    "copy_mix_share",
 }
 EVAL = {
     "seed",
@@ -66,7 +57,6 @@ EVAL = {
     "a11y_coords",
     "use_think",
     "use_prev_screenshot",
-    "task_last",
     "eval_batch",
     "eval_max_new_tokens",
     "eval_repetition_penalty",
@@ -99,13 +89,12 @@ def test_a_field_without_metadata_is_reported():
 
 def test_the_derived_lists_hold_what_the_hand_kept_ones_held():
     assert (
-        set(sft.BASE_AGENT_FIELDS) == BASE_AGENT and len(sft.BASE_AGENT_FIELDS) == 32
+        set(sft.BASE_AGENT_FIELDS) == BASE_AGENT and len(sft.BASE_AGENT_FIELDS) == 23
     )  # train_tasks + test_tasks: benchmark_tasks
-    assert set(readback.EVAL_SETTINGS) == EVAL and len(readback.EVAL_SETTINGS) == 19
-    assert set(mistakes._PLAY_FIELDS) == EVAL | {"train_values", "grpo_mistake_tasks", "grpo_mistake_outcomes"}
+    assert set(readback.EVAL_SETTINGS) == EVAL and len(readback.EVAL_SETTINGS) == 18
     grpo = set(configs.GRPO_SETTINGS)
     assert (
-        len(grpo) == 32
+        len(grpo) == 29
         and {
             "grpo_lr",
             "beta",
@@ -119,10 +108,6 @@ def test_the_derived_lists_hold_what_the_hand_kept_ones_held():
     )
     assert not grpo & {"sft_lr", "model", "torch_threads", "grpo_grad_accum", "parallel_runs"}
     assert "sft_tasks" not in sft.BASE_AGENT_FIELDS and "cpu_bf16" not in sft.BASE_AGENT_FIELDS
-
-
-def test_every_evaluation_setting_keys_the_mistakes_too():
-    assert set(fields_affecting("eval")) <= set(fields_affecting("mistakes"))
 
 
 def test_fields_affecting_keeps_declaration_order_and_refuses_unknown_words():
@@ -143,18 +128,17 @@ def test_cache_names_and_keys_are_the_ones_from_before(monkeypatch):
     """Pinned: a change to the fields a key reads, or to how it hashes them, renames every cache and strands
     the shipped agents. The evaluation keys changed when `pretrained_layers` and `eval_bf16` joined them, and
     again with `user_answers` (the simulated user changes what an episode returns); the base agents' folders
-    when they became content keys (the shipped ones were renamed with them)."""
+    when they became content keys (the shipped ones were renamed with them), and every key when the fields of
+    rejected experiments were removed (`tools/rekey_shipped.py` renamed the shipped results)."""
     monkeypatch.setattr(readback, "code_digest", lambda: "code")
-    assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-45303721495d"
+    assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-8334194b6c41"
     quick = apply_overrides("quick", {"copy_drill_tasks": 10})
-    assert sft.base_agent_dir(quick).name == "base-agent-abcde52856f7"
-    assert mistakes.play_key(PROFILES["smoke"], "digest") == "255d9a9dd4fd1f29"
-    assert mistakes.play_key(PROFILES["cpu"], "digest") == "e10efe5bdca6d4c1"
+    assert sft.base_agent_dir(quick).name == "base-agent-79d1e531ae87"
     assert readback.eval_key("step", "m", "i", PROFILES["smoke"]) == (
-        "2802f9336d77071014448c79d423dcc840adebd7eeb572a01b6d7e45934a76b9"
+        "0b2074505b988a83f24ab9f621cacee5200d4cba61d0c412440f462a246b8cd1"
     )
     assert readback.eval_key("step", "m", "i", PROFILES["cpu"]) == (
-        "f7c817a4afb5dea9e37a9abfcd7b8c356029ec20a1293608a0f1b806b137a9a2"
+        "ede1e2ed5d657a6dac9937523677c791562900f585469fdd87bd050bebd19930"
     )
 
 
@@ -166,7 +150,7 @@ def test_explain_says_where_each_value_came_from():
     assert rows["seed"]["value"] == 0 and rows["seed"]["source"] == "default"
     assert rows["reward_weights"]["source"] == "profile"  # the cpu profile carries GRPO_FINDINGS' weights
     assert rows["name"]["source"] == "profile"
-    assert rows["seed"]["affects"] == ("data", "tokenizer", "base_agent", "checkpoints", "eval", "mistakes")
+    assert rows["seed"]["affects"] == ("data", "tokenizer", "base_agent", "checkpoints", "eval")
     assert rows["sft_steps"]["help"] == "stage 1's SFT steps"
     smoke = {r["field"]: r for r in explain(PROFILES["smoke"])}
     assert smoke["reward_weights"]["source"] == "default"

@@ -187,17 +187,3 @@ def test_generated_steps_build_valid_records():
         if parsed.action.coordinate is not None:
             x, y = parsed.action.coordinate
             assert 0 <= x < frame.model_w and 0 <= y < frame.model_h
-
-
-def test_task_last_moves_the_task_after_the_elements_and_nothing_else():
-    from inquire_lib.agent.prompts import user_text
-
-    rec = {
-        "instruction": "Check my Wallet balance.",
-        "history": ["open 'Wallet'"],
-        "a11y": [{"id": "r0", "role": "row", "text": "Balance", "detail": "", "bbox": [0, 0, 10, 10]}],
-    }
-    first = user_text(rec, use_a11y=True, n_images=1, coords=False).split("\n")
-    last = user_text(rec, use_a11y=True, n_images=1, coords=False, task_last=True).split("\n")
-    assert first[0] == last[-1] == "Task: Check my Wallet balance."
-    assert first[1:] == last[:-1] == ["History: open 'Wallet'", "Elements:", "- Balance <r0>"]

@@ -206,32 +206,6 @@ def test_grpo_one_step_logs_each_reward(resumed):
     assert all(set(s["rewards"]) == {"format", "action", "inquiry"} for s in res.samples)
 
 
-def test_grpo_trains_on_the_starts_mistakes_played_once(resumed, monkeypatch):
-    """With `grpo_mistake_share`, the start is played on fresh training tasks and the states it got wrong join
-    the prompts (ids `mistake/...`); the play is cached, so the same prompt set comes back without playing."""
-    from inquire_lib.evaluation import episodes
-    from inquire_lib.training import mistakes
-    from inquire_lib.training.grpo import grpo_records, prompts_digest
-
-    every = ("needless_inquiry", "missed_inquiry", "wrong_type", "wrong_argument", "unparseable")
-    profile = PROFILE.replace(
-        grpo_mistake_share=0.5, grpo_mistake_tasks=2, grpo_mistake_outcomes=every, max_episode_steps=3
-    )
-    start = resumed["result"].path
-    res = grpo(profile, start=start, name="grpo_mistakes", max_steps=1)
-    meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
-    assert meta["n_examples"] == profile.grpo_steps * profile.grpo_prompts_per_step == 4
-
-    def no_play(*args, **kwargs):
-        raise AssertionError("played again")
-
-    monkeypatch.setattr(episodes, "run_episodes", no_play)
-    records = grpo_records(profile, start=start)
-    assert prompts_digest(records) == meta["prompts_digest"]
-    assert sum(i.startswith("mistake/") for i in records["id"]) == 2
-    assert all(1 <= len(mistakes.mistake_states(profile, start)) <= 6 for _ in range(2))  # 2 tasks x 3 turns
-
-
 def test_training_logs_to_the_run_tracker(resumed, env):
     """TRL's report_to=["tensorboard"]: every logged loss of the SFT run is in the run's store,
     with the run name and the effective profile beside it."""

@@ -44,19 +44,12 @@ def a11y_lines(a11y: list[dict], frame: Frame | None, coords: bool = True) -> li
     return out
 
 
-def user_text(
-    rec: dict, use_a11y: bool, n_images: int, frame: Frame | None = None, coords: bool = True, task_last: bool = False
-) -> str:
-    """Task, history and the element list; with `task_last` the task comes after the list, next to
-    where the answer starts (a model of a few layers attends to what is near more easily)."""
+def user_text(rec: dict, use_a11y: bool, n_images: int, frame: Frame | None = None, coords: bool = True) -> str:
+    """Task, history and the element list."""
     history = rec["history"][-HISTORY_LINES:]
-    task = f"Task: {rec['instruction']}"
-    parts = [] if task_last else [task]
-    parts.append("History: " + ("; ".join(history) if history else "none"))
+    parts = [f"Task: {rec['instruction']}", "History: " + ("; ".join(history) if history else "none")]
     if use_a11y:
         parts.append("Elements:\n" + "\n".join(a11y_lines(rec["a11y"], frame, coords)))
-    if task_last:
-        parts.append(task)
     return "\n".join(parts)
 
 
@@ -87,7 +80,7 @@ def prompt_messages(rec: dict, profile: Profile, frame: Frame | None = None) -> 
         {"type": "image"},
         {
             "type": "text",
-            "text": "\n" + user_text(rec, profile.use_a11y, n, frame, profile.a11y_coords, profile.task_last),
+            "text": "\n" + user_text(rec, profile.use_a11y, n, frame, profile.a11y_coords),
         },
     ]
     return [{"role": "system", "content": [{"type": "text", "text": SYSTEM}]}, {"role": "user", "content": content}]

@@ -287,7 +287,6 @@ COPY_DRILL_FIRST = 1_000_000
 RECOVERY_DRILL_FIRST = 1_250_000
 SFT_RECOVERY_FIRST = 1_350_000  # stage 1's own recovery drill
 GRPO_DETOURS_FIRST = 1_450_000  # stage 2's states off the path
-GRPO_MISTAKES_FIRST = 1_475_000  # stage 2's tasks played by its start (`training.mistakes`)
 RECOVERY_DRILL_VERSION = 2  # names the drills' caches: bump when `world.expert.run_with_slip` changes
 SFT_FIRST = 1_500_000  # stage 1's fresh tasks; DAgger's roll-outs follow them
 

@@ -55,7 +55,6 @@ def dagger(
                 sum(s["_off_path"] for s in labelled),
                 sum(e["success"] for e in played) / max(1, len(played)),
                 time.time() - t0,
-                repeats_dropped=labeller.repeats_dropped,
                 examples=[x for x in labelled if x["_off_path"]],
             )
         )

@@ -42,7 +42,6 @@ class Round:
     off_path: int  # of those, states the expert's own data never holds (see `off_path`)
     rollout_success: float  # share of this round's roll-outs that succeeded (before training on them)
     seconds: float
-    repeats_dropped: int = 0  # visited states not labelled: one episode's repeats past `dagger_repeat_cap`
     examples: list = field(default_factory=list, repr=False)  # this round's off-path states, labelled
 
 
@@ -93,17 +92,9 @@ def label_state(env: PhoneEnv, record: dict, round_index: int, turn: int, id_pre
     }
 
 
-def repeat_key(env: PhoneEnv, label: dict) -> tuple:
-    """What makes two labelled states of one episode the same lesson: the screen (app, title, dialog,
-    typed text) and the expert's label, whatever the history says."""
-    s = env.screen
-    return env.task.task_id, s.app, s.title, s.dialog, s.input_text, label["gold_action"]
-
-
 class Labeller:
     """Wraps a policy (see `evaluation.episodes.Policy`): every state it is asked to act in is
-    labelled by the expert (`states`), at most `profile.dagger_repeat_cap` times per episode for one
-    `repeat_key` (0: no cap); with probability `beta` per turn the expert's own action is played
+    labelled by the expert (`states`); with probability `beta` per turn the expert's own action is played
     instead of the policy's (the state is labelled all the same)."""
 
     def __init__(
@@ -112,17 +103,7 @@ class Labeller:
         self.profile, self.round_index, self.beta, self.id_prefix = profile, round_index, beta, id_prefix
         self.rng = random.Random(f"dagger:{seed}:{round_index}")
         self.states: list[dict] = []
-        self.repeats_dropped = 0
         self._turns: dict[str, int] = {}
-        self._seen: dict[tuple, int] = {}
-
-    def _keep(self, env: PhoneEnv, label: dict) -> bool:
-        cap = self.profile.dagger_repeat_cap
-        if cap <= 0:
-            return True
-        key = repeat_key(env, label)
-        self._seen[key] = self._seen.get(key, 0) + 1
-        return self._seen[key] <= cap
 
     def wrap(self, policy):
         frame = frame_for(self.profile)
@@ -132,11 +113,7 @@ class Labeller:
             for i, (rec, env) in enumerate(zip(records, envs)):
                 turn = self._turns.get(env.task.task_id, 0)
                 self._turns[env.task.task_id] = turn + 1
-                label = label_state(env, rec, self.round_index, turn, self.id_prefix)
-                if self._keep(env, label):
-                    self.states.append(label)
-                else:
-                    self.repeats_dropped += 1
+                self.states.append(label_state(env, rec, self.round_index, turn, self.id_prefix))
                 if self.beta > 0 and self.rng.random() < self.beta:
                     think, action = expert_act(env)
                     outs[i] = format_completion(

@@ -23,19 +23,17 @@ from ..runs.paths import artifacts_dir
 from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, grpo_config, lora_config
 from .fit import TrainResult, fit
-from .mistakes import mistake_states
 from .models import base_of, load_checkpoint, model_digest
 from .sft import training_records
 
 
-def grpo_records(profile: Profile, n: int | None = None, start: str | None = None) -> datasets.Dataset:
+def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
     """The GRPO prompt set: inquiry situations are ~10% of all steps, too rare for a few hundred
     prompts to teach when to ask; so a share `grpo_inquiry_share` of the prompts are steps that
     require an inquiry, a share `grpo_followup_share` (None: the same share) are the steps right after
     the user answered (where asking again is needless), a share `grpo_detour_share` are states off
-    the expert's path (`data.benchmark.grpo_detours`), a share `grpo_mistake_share` are the states where
-    the checkpoint `start` errs when it plays (`training.mistakes`), and the rest are other steps.
-    Deterministic for a profile and start."""
+    the expert's path (`data.benchmark.grpo_detours`), and the rest are other steps. Deterministic for a
+    profile."""
     ds = benchmark(profile)["train"]
     n = n or profile.grpo_steps * profile.grpo_prompts_per_step
     required, after, other = [], [], []
@@ -46,12 +44,8 @@ def grpo_records(profile: Profile, n: int | None = None, start: str | None = Non
     share_after = profile.grpo_inquiry_share if profile.grpo_followup_share is None else profile.grpo_followup_share
     k_after = min(round(n * share_after), n - k)
     k_detour = min(round(n * profile.grpo_detour_share), n - k - k_after)
-    mistakes = _mistake_pool(profile, start) if profile.grpo_mistake_share else ()
-    # no more draws than kept mistakes: a start that rarely errs leaves the rest of the share to the other
-    # steps, instead of drilling its few mistakes over and over
-    k_mistake = min(round(n * profile.grpo_mistake_share), n - k - k_after - k_detour, len(mistakes))
     pick = lambda pool, m: [rng.choice(pool) for _ in range(m)] if pool else []
-    idx = pick(required, k) + pick(after, k_after) + pick(other, max(0, n - k - k_after - k_detour - k_mistake))
+    idx = pick(required, k) + pick(after, k_after) + pick(other, max(0, n - k - k_after - k_detour))
     rng.shuffle(idx)
     parts = [ds.select(idx)]
     if k_detour:
@@ -62,8 +56,6 @@ def grpo_records(profile: Profile, n: int | None = None, start: str | None = Non
                 "grpo_detour_tasks give no step off the path"
             )
         parts.append(detours.select(pick(range(len(detours)), k_detour)).cast(parts[0].features))
-    if k_mistake:
-        parts.append(mistakes.select(pick(range(len(mistakes)), k_mistake)).cast(parts[0].features))
     prompts = parts[0]
     if len(parts) > 1:
         prompts = datasets.concatenate_datasets(parts)
@@ -85,18 +77,6 @@ def with_inquiry_needs(rows: datasets.Dataset, profile: Profile) -> datasets.Dat
 
     needs = [need(*r) for r in zip(rows["id"], rows["inquiry_required"], rows["gold_action"])]
     return rows.add_column("inquiry_need", needs)
-
-
-def _mistake_pool(profile: Profile, start: str | None) -> datasets.Dataset:
-    if start is None:
-        raise ValueError(f"grpo_mistake_share={profile.grpo_mistake_share} needs the start checkpoint")
-    mistakes = mistake_states(profile, start)
-    if len(mistakes) == 0:
-        raise ValueError(
-            f"grpo_mistake_share={profile.grpo_mistake_share} but the start makes no mistake "
-            f"on {profile.grpo_mistake_tasks} grpo_mistake_tasks"
-        )
-    return mistakes
 
 
 def grpo(
@@ -129,7 +109,7 @@ def grpo(
     profile = get_profile(profile)
     reward_names = tuple(profile.reward_funcs if reward_names is None else reward_names)
     torch.set_num_threads(profile.torch_threads)
-    train = train if train is not None else grpo_records(profile, start=start)
+    train = train if train is not None else grpo_records(profile)
     train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
     out_dir = artifacts_dir(profile) / name
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()

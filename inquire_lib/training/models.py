@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..profiles import TOKENIZER_DIGITS, TOKENIZER_SLOTS, TOKENIZER_SPACES, Profile
+from ..profiles import TOKENIZER_DIGITS, TOKENIZER_SLOTS, Profile
 from ..runs.paths import atomic_dir, cache_dir
 from .configs import quantization_config
 
@@ -43,7 +43,6 @@ QWEN_SPECIAL = [
 MARKERS = ["<tool_call>", "</tool_call>", "<think>", "</think>"]
 # the tokenizer's profile fields and their choices, the default first
 TOKENIZER_FIELDS = {
-    "tokenizer_spaces": TOKENIZER_SPACES,
     "tokenizer_digits": TOKENIZER_DIGITS,
     "tokenizer_slots": TOKENIZER_SLOTS,
 }
@@ -87,26 +86,17 @@ def _corpus(n_tasks: int = 600, seed: int = 12345, train_values: str = "fixed") 
     return lines
 
 
-def build_tokenizer(
-    vocab_size: int, train_values: str = "fixed", spaces: str = "attached", digits: str = "merged", slots: str = "apart"
-):
-    """A byte-level BPE trained on the world's text; `spaces`, `digits` and `slots` are the profile's
-    `tokenizer_spaces`, `tokenizer_digits` and `tokenizer_slots`."""
+def build_tokenizer(vocab_size: int, train_values: str = "fixed", digits: str = "merged", slots: str = "apart"):
+    """A byte-level BPE trained on the world's text, its spaces attached to the next word as GPT-2's are;
+    `digits` and `slots` are the profile's `tokenizer_digits` and `tokenizer_slots`."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
-    for field, value in zip(TOKENIZER_FIELDS, (spaces, digits, slots)):
+    for field, value in zip(TOKENIZER_FIELDS, (digits, slots)):
         if value not in TOKENIZER_FIELDS[field]:
             raise ValueError(f"{field} must be {' or '.join(TOKENIZER_FIELDS[field])}, not {value!r}")
     tok = Tokenizer(models.BPE())
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    # "isolated": every space its own piece before GPT-2's word split, so no token starts with a space and
-    # a value reads the same after a space (instruction, screen) and after a quote (the action)
-    tok.pre_tokenizer = (
-        byte_level
-        if spaces == "attached"
-        else pre_tokenizers.Sequence([pre_tokenizers.Split(" ", behavior="isolated"), byte_level])
-    )
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -165,9 +155,7 @@ def build_tiny_model(out_dir: str | Path, size: str = "cpu", seed: int = 0, prof
     profile = profile or get_profile("smoke" if size == "smoke" else "cpu")
     torch.manual_seed(seed)
     random.seed(seed)
-    tok = build_tokenizer(
-        spec["vocab"], profile.train_values, profile.tokenizer_spaces, profile.tokenizer_digits, profile.tokenizer_slots
-    )
+    tok = build_tokenizer(spec["vocab"], profile.train_values, profile.tokenizer_digits, profile.tokenizer_slots)
     image_proc = Qwen2VLImageProcessor(
         min_pixels=profile.min_pixels,
         max_pixels=profile.max_pixels,

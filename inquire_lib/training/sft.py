@@ -35,7 +35,6 @@ from .models import (
     base_of,
     load_checkpoint,
     load_model_and_processor,
-    load_processor,
     model_path,
 )
 
@@ -104,10 +103,7 @@ def stage0_records(profile: Profile) -> datasets.Dataset:
         parts.append(training_records(copy_drill(profile), profile, 0.0, 1))
     if profile.recovery_drill_tasks > 0:
         parts.append(training_records(recovery_drill(profile), profile, 0.0, 1))
-    records = parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
-    if profile.copy_mix_share > 0:
-        records = _with_copy_mix(records, profile)
-    return records
+    return parts[0] if len(parts) == 1 else datasets.concatenate_datasets(parts)
 
 
 def _with_repeats(ds: datasets.Dataset, rows: list[int], times: int) -> datasets.Dataset:
@@ -124,30 +120,6 @@ def _with_repeated_opens(records: datasets.Dataset, times: int) -> datasets.Data
         return records
     opens = [i for i, a in enumerate(records["gold_action"]) if json.loads(a)["action"] == "open"]
     return _with_repeats(records, opens, times)
-
-
-def _with_copy_mix(records: datasets.Dataset, profile: Profile) -> datasets.Dataset:
-    """`records` and as many `warmup.copy_records` as make `copy_mix_share` of the whole, with the
-    agent columns the copy rows lack filled neutrally (no bounding box, no inquiry, the category "copy")."""
-    from .warmup import copy_records
-
-    f = profile.copy_mix_share
-    if not 0 < f < 1:
-        raise ValueError(f"copy_mix_share must lie between 0 and 1, got {f}")
-    tokenizer = load_processor(model_path(profile), profile).tokenizer
-    rows = copy_records(tokenizer, round(len(records) * f / (1 - f)), profile.seed)
-    frame = frame_for(profile)
-    filled = {
-        "category": "copy",
-        "subcategory": "copy",
-        "gold_action": "{}",
-        "gold_bbox": [-1, -1, -1, -1],
-        "inquiry_required": False,
-        "frame_w": frame.model_w,
-        "frame_h": frame.model_h,
-    }
-    rows = rows.map(lambda _: filled)
-    return datasets.concatenate_datasets([records, rows.cast(records.features)])
 
 
 def base_agent_source(profile: Profile) -> Profile:
@@ -224,11 +196,6 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
         # continue the earlier agent's own adapter (LoRA and vision tower) on the graft, so that the result is
         # again one adapter, merged and shipped like the first
         start = str(Path(start) / shipped.ADAPTER)
-    warmup_dir = cache_dir() / "runs" / f"{path.name}-copy-warmup"
-    if profile.copy_warmup_steps > 0:  # a warm-up that finished before stage 0 was cut short is kept
-        from .warmup import copy_warmup
-
-        start = copy_warmup(plain, start, warmup_dir, callbacks=progress_callbacks).path
     res = _run_sft(
         plain,
         start=start,
@@ -248,7 +215,6 @@ def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | 
         else:
             copy_dir_atomic(res.path, path)  # replaces a cache that failed its check, whole; the marker comes along
         shutil.rmtree(cache_dir() / "runs" / path.name, ignore_errors=True)
-        shutil.rmtree(warmup_dir, ignore_errors=True)
     wait_for_everyone()
     return str(path)
 

@@ -163,7 +163,6 @@ class PhoneTaskEnv:
             len(images_of(rec, self._profile)),
             self._frame,
             self._profile.a11y_coords,
-            self._profile.task_last,
         )
         return [
             {"type": "text", "text": note + "Current screen:"},
