@@ -947,11 +947,16 @@ PROFILES["small"] = PROFILES["cpu"].replace(
     sft_batch=8,
     **SMALL_BASE_AGENT_CURRICULUM,
     eval_bf16=True,
+    # greedy passes on OpenVINO GenAI's continuous batching, faster than the HF path on both CPU kinds
+    # (`benchmarks/eval_throughput.py`; passes that read logits stay on HF)
+    eval_engine="openvino",
     recovery_drill_tasks=200,
-    sft_steps=60,
+    # stage 1 long enough for the moment of an ask, not only its format (the learning curve in docs/lab/log.md);
+    # a checkpoint every 30 steps, so a sitting that ends mid-stage loses little
+    sft_steps=600,
     sft_lr=2e-4,
-    sft_warmup_steps=6,
-    sft_save_steps=60,
+    sft_warmup_steps=30,
+    sft_save_steps=30,
     dagger_rounds=1,
     dagger_tasks=16,
     dagger_steps=20,
