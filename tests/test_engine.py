@@ -26,7 +26,9 @@ KEY_A, KEY_B = "a" * 64, "b" * 64
 
 
 def test_eval_engine_is_hf_but_on_small_and_takes_only_the_two_engines():
-    assert SMOKE.eval_engine == get_profile("cpu").eval_engine == "hf" and get_profile("small").eval_engine == "openvino"
+    assert (
+        SMOKE.eval_engine == get_profile("cpu").eval_engine == "hf" and get_profile("small").eval_engine == "openvino"
+    )
     assert apply_overrides(SMOKE, {"eval_engine": "openvino"}).eval_engine == "openvino"
     with pytest.raises(ValueError, match="eval_engine.*one of hf, openvino"):
         apply_overrides(SMOKE, {"eval_engine": "vllm"})
