@@ -365,3 +365,43 @@ def test_inspector_updates_its_figure_widgets_in_place(run_dir):
     assert "t2_safe/1 · sft" in fig_a.layout.title.text and list(fig_a.layout.xaxis.range) == [0, 112]
     assert len(fig_a.data) == 0 and [a.name for a in fig_a.layout.annotations] == ["gold_swipe", "badge", "actions"]
     assert "t2_safe/1" in text_a.value
+
+
+def test_inspection_order_is_trained_then_others_then_starts_then_references():
+    from inquire_lib.runs.records import inspection_order
+
+    names = ["random", "untrained", "grpo_full", "abl_no_a11y_s0", "base_agent", "sft_full", "expert", "sft_weak"]
+    assert inspection_order(names) == [
+        "sft_weak",
+        "sft_full",
+        "grpo_full",
+        "abl_no_a11y_s0",
+        "base_agent",
+        "untrained",
+        "expert",
+        "random",
+    ]
+    assert inspection_order([]) == [] and inspection_order(["untrained"]) == ["untrained"]
+
+
+def test_inspector_and_report_open_on_a_trained_checkpoints_failures(tmp_path):
+    """The untrained model and the base agent fail most (the untrained one may not even parse), so they come
+    after the trained checkpoints: in the inspector's menu and its first state, and in the report's cards."""
+    import re
+
+    from inquire_lib.viz.report import write_report
+
+    run_dir = _named_run(
+        tmp_path, {"untrained": "unparseable", "base_agent": None, "sft_full": None, "always_act": None}
+    )
+    insp = Inspector(load_run(run_dir))
+    assert list(insp.checkpoint_dd.options) == ["sft_full", "base_agent", "untrained", "always_act"]
+    assert (insp.state["checkpoint"], insp.state["outcome"]) == ("sft_full", "missed_inquiry")
+    text = write_report(run_dir, tmp_path / "r.html", failures_only=True, max_cards=8).read_text()
+    order = re.findall(r"<div class='card'[^>]*data-checkpoint='(\w+)'", text)
+    assert order[0] == "sft_full" and order == sorted(
+        order, key=["sft_full", "base_agent", "untrained", "always_act"].index
+    )
+    buttons = re.findall(r"data-kind='checkpoint' data-value='(\w+)'", text)
+    assert buttons == ["all", "sft_full", "base_agent", "untrained", "always_act"]
+    assert re.findall(r"<tr data-checkpoint='(\w+)'>", text) == ["untrained", "base_agent", "sft_full", "always_act"]

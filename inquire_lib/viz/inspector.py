@@ -15,7 +15,15 @@ from pathlib import Path
 
 from PIL import Image
 
-from ..runs.records import ORDER, OUTCOMES, PredictionFormatError, checkpoint_order, read_jsonl, read_predictions
+from ..runs.records import (
+    ORDER,
+    OUTCOMES,
+    PredictionFormatError,
+    checkpoint_order,
+    inspection_order,
+    read_jsonl,
+    read_predictions,
+)
 from . import overlays as viz
 
 
@@ -210,13 +218,15 @@ class Inspector:
         self.run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
         self._w = w
         self._busy = False
-        ckpts = self.run.checkpoints
+        # the trained checkpoints first, then the starts and the references (`runs.records.inspection_order`)
+        ckpts = inspection_order(self.run.checkpoints)
         for name, value in (("checkpoint", checkpoint), ("checkpoint_b", checkpoint_b)):
             if value is not None and value not in ckpts:
                 raise ValueError(f"{name} {value!r} is not one of {ckpts}")
-        if checkpoint is None:
+        if checkpoint is None:  # the first with a missed inquiry, else the first with any failure
             missed = {p["checkpoint"] for p in self.run.preds if p["outcome"] == "missed_inquiry"}
-            checkpoint = next((c for c in ckpts if c in missed), ckpts[0])
+            failed = {p["checkpoint"] for p in self.run.preds if p["outcome"] != "correct"}
+            checkpoint = next((c for c in ckpts if c in missed), next((c for c in ckpts if c in failed), ckpts[0]))
         # ipywidgets' default label column (~80 px) cuts "checkpoint A" and "subcategory" short
         label = dict(style={"description_width": "95px"})
         self.checkpoint_dd = w.Dropdown(options=ckpts, value=checkpoint, description="checkpoint A", **label)

@@ -19,7 +19,7 @@ from pathlib import Path
 from . import overlays as viz
 from ..evaluation.metrics import step_rates
 from ..runs.paths import write_text_atomic
-from ..runs.records import PredictionFormatError
+from ..runs.records import PredictionFormatError, inspection_order
 from .inspector import load_run
 
 _OUTCOME_RANK = {o: i for i, o in enumerate(viz.FAILURES + ("correct",))}
@@ -324,7 +324,8 @@ def write_report(
             skipped.append((p, str(exc)))
             continue
         preds.append(p)
-    steps = select_steps(preds, ckpts, failures_only, max_cards, wanted)
+    # the cards open on the trained checkpoints' failures; the starts and the references come after
+    steps = select_steps(preds, inspection_order(ckpts), failures_only, max_cards, wanted)
     in_scope = lambda p: (not failures_only or p["outcome"] != "correct") and (wanted is None or p["outcome"] in wanted)
     pool = {
         c: {
@@ -348,7 +349,7 @@ def write_report(
             f"<button data-kind='checkpoint' data-value='{html.escape(c, quote=True)}' "
             f"style='border-color:{viz.checkpoint_color(c)}'>{html.escape(c)} ({shown_per[c]})</button>"
         )
-        main, points = split_ablations(ckpts)
+        main, points = split_ablations(inspection_order(ckpts))
         buttons.append("<br><button data-kind='checkpoint' data-value='all'>all checkpoints</button>")
         buttons += [button(c) for c in main]
         if points:
