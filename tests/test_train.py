@@ -238,7 +238,7 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     assert again.log_history == json.loads(json.dumps(first.log_history)) and again.seconds == first.seconds
     assert len(again.samples) == len(first.samples) and again.n_examples == first.n_examples
 
-    record = selection.select_checkpoint(profile, "grpo_kept", start, run, out_root=tmp_path)
+    record = selection.select_on_validation(profile, "grpo_kept", start, run, out_root=tmp_path)
     assert [r["step"] for r in record["checkpoints"]] == [1, 2] and record["start"]["step"] == 0
     assert record["validation_tasks"] == 2 and record["validation_steps"] > 2
     for r in [record["start"], *record["checkpoints"]]:
@@ -256,7 +256,7 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     # every checkpoint qualifies on steps and none can meet the online bound: each plays the 2 validation
     # tasks, and the one with the fewest episodes with a needless inquiry is kept
     strict = profile.replace(select_max_needless_steps=1.0, select_max_safe_drop=1.0, select_max_needless_episodes=-1.0)
-    record = selection.select_checkpoint(strict, "grpo_kept", start, run, out_root=tmp_path)
+    record = selection.select_on_validation(strict, "grpo_kept", start, run, out_root=tmp_path)
     assert sorted(o["step"] for o in record["online"]) == [1, 2] and record["constraints_met"] is False
     assert all(o["needless_episodes"] in (0.0, 0.5, 1.0) for o in record["online"])
     assert record["selected_step"] == min(record["online"], key=lambda o: o["needless_episodes"])["step"]
@@ -266,7 +266,7 @@ def test_grpo_keeps_checkpoints_reuses_a_finished_run_and_validation_chooses(res
     from inquire_lib.training.checkpoints import ask_bias_of
 
     biased = strict.replace(select_ask_biases=(0.0, -1e4), select_bias_max_needless_episodes=-1.0)
-    record = selection.select_checkpoint(biased, "grpo_kept", start, run, out_root=tmp_path)
+    record = selection.select_on_validation(biased, "grpo_kept", start, run, out_root=tmp_path)
     assert [b["ask_bias"] for b in record["ask_biases"]] == [0.0, -1e4] and record["ask_bias_met"] is False
     assert record["ask_biases"][0]["needless_episodes"] == min(o["needless_episodes"] for o in record["online"])
     assert record["ask_biases"][1]["needless_episodes"] == 0.0

@@ -6,7 +6,7 @@ from ..profiles import Profile
 from ..runs.paths import artifacts_dir
 from ..training.checkpoints import checkpoint_path
 from ..training.grpo import grpo as _grpo
-from ..training.selection import select_checkpoint as _select
+from ..training.selection import select_on_validation
 from ..training.sft import base_agent as _base_agent
 from ..training.sft import sft as _sft
 from .timed import timed
@@ -20,4 +20,6 @@ grpo = timed("grpo")(_grpo)
 def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=None) -> dict:
     """Choose among the kept checkpoints of run `name` on the validation split (see `training.selection`);
     afterwards `checkpoint_path(profile, name)` is the chosen one."""
-    return _select(profile, name, checkpoint_path(profile, start_name), artifacts_dir(profile) / name, out_root)
+    return select_on_validation(
+        profile, name, checkpoint_path(profile, start_name), artifacts_dir(profile) / name, out_root
+    )

@@ -121,7 +121,7 @@ def needless_episode_share(
     return task_rates(played)["needless_rate"]["value"]
 
 
-def select_checkpoint(profile: Profile, name: str, start_path: str | None, run: Path, out_root=None) -> dict:
+def select_on_validation(profile: Profile, name: str, start_path: str | None, run: Path, out_root=None) -> dict:
     """Evaluate the start and every kept checkpoint of `run` on the validation split, copy the chosen
     one to `run/selected` and record the curve in `<run_dir>/metrics/selection_<name>.json`."""
     records = validation_records(profile)
