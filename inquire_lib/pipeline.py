@@ -34,10 +34,9 @@ from .evaluation import pooled, seeds
 from .profiles import Profile, get_profile
 from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
-from .runs.paths import NOTEBOOKS_DIR, artifacts_dir, eval_dir, figures_dir, metrics_dir, run_dir, write_json_atomic
-from .runs.records import ORDER, REFERENCES, headline
+from .runs.paths import NOTEBOOKS_DIR, eval_dir, figures_dir, run_dir, write_json_atomic
+from .runs.records import REFERENCES, headline
 from .stages import (
-    ASKING_AGENTS,
     compare_agents,
     base_agent,
     dagger,
@@ -50,8 +49,6 @@ from .stages import (
     grpo,
     grpo_seeds,
     operating_curves,
-    played_digest,
-    seed_names,
     select_checkpoint,
     sft,
     sft_control,
@@ -68,20 +65,15 @@ __all__ = [  # what the notebooks use
     "test_records",
     "episodes",
     "headline",
-    "Profile",
-    "ORDER",
     "REFERENCES",
     "sweep",
     "NOTEBOOKS_DIR",
-    "artifacts_dir",
     "eval_dir",
     "figures_dir",
-    "metrics_dir",
     "run_dir",
     "task_grpo",
     "available_checkpoints",
     "checkpoint_path",
-    "GRPO_SETTINGS",
     "grpo",
     "base_agent",
     "sft",
@@ -103,7 +95,6 @@ __all__ = [  # what the notebooks use
     "load_task_metrics",
     "load_predictions",
     "ablations",
-    "seed_names",
     "grpo_seeds",
     "seeds",
     "pooled",
@@ -113,9 +104,7 @@ __all__ = [  # what the notebooks use
     "dagger_table",
     "sft_control",
     "operating_curves",
-    "played_digest",
     "show_fig",
-    "ASKING_AGENTS",
     "compare_agents",
 ]
 

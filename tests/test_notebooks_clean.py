@@ -111,3 +111,24 @@ def test_every_numbered_notebook_ends_on_its_closing_summary():
         assert cells[-2].cell_type == "markdown" and cells[-2].source.startswith("## What this run measured"), path.name
         code = "\n".join(c.source for c in cells if c.cell_type == "code")
         assert "path = pipeline.write_notebook_metrics(profile, NOTEBOOK," in code, path.name
+
+
+def test_the_front_door_hands_on_only_what_a_notebook_calls():
+    """Every name `pipeline` re-exports from elsewhere in the library is used by a notebook, as `pipeline.NAME`
+    or imported from it; what `pipeline` defines itself is its own."""
+    import types
+
+    from inquire_lib import pipeline
+
+    code = "\n".join(
+        cell.source for p in NOTEBOOKS for cell in nbformat.read(p, as_version=4).cells if cell.cell_type == "code"
+    )
+    imported = {
+        name.strip()
+        for m in re.finditer(r"from inquire_lib\.pipeline import ([^\n]+)", code)
+        for name in m.group(1).split(",")
+    }
+    for name in pipeline.__all__:
+        obj = getattr(pipeline, name)
+        own = not isinstance(obj, types.ModuleType) and getattr(obj, "__module__", None) == "inquire_lib.pipeline"
+        assert own or name in imported or re.search(rf"\bpipeline\.{name}\b", code), name

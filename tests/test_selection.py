@@ -173,7 +173,7 @@ def test_a_checkpoints_ask_bias_is_read_from_its_record_and_checked(tmp_path):
 def test_the_same_weights_at_another_ask_bias_are_another_evaluation(tmp_path):
     """An evaluation read back must have played the same operating point: the read-back key's model part
     holds the checkpoint's ask bias, and is the bare weights' digest without one."""
-    from inquire_lib.pipeline import played_digest
+    from inquire_lib.stages import played_digest
     from inquire_lib.profiles import get_profile
     from inquire_lib.training.grpo import model_digest
 
