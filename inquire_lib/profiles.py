@@ -608,8 +608,11 @@ class Profile:
         metadata={"help": "the action-level rewards GRPO sums (`agent.rewards.REWARDS`)", "affects": ("grpo",)},
     )
     reward_weights: dict[str, float] = field(
-        default_factory=lambda: {"format": 1.0, "action": 1.0, "inquiry": 1.0, "consistency": 1.0, "reasoned_ask": 1.0},
-        metadata={"help": "the weight of each action-level reward, by name", "affects": ("grpo",)},
+        default_factory=dict,
+        metadata={
+            "help": "the weight of an action-level reward, by name; a reward not named weighs 1.0, as in TRL",
+            "affects": ("grpo",),
+        },
     )
     # --- stage 3: task-level GRPO ---
     task_grpo_steps: int = field(default=20, metadata={"help": "stage 3's GRPO steps", "affects": ("task_grpo",)})

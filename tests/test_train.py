@@ -192,7 +192,8 @@ def test_grpo_one_step_logs_each_reward(resumed):
     assert -PROFILE.missed_penalty <= entry["rewards/inquiry/mean"] <= 0.0
     assert 0.0 <= entry["frac_reward_zero_std"] <= 1.0
     assert entry["reward"] == pytest.approx(
-        sum(PROFILE.reward_weights[n] * entry[f"rewards/{n}/mean"] for n in ("format", "action", "inquiry")), abs=1e-4
+        sum(PROFILE.reward_weights.get(n, 1.0) * entry[f"rewards/{n}/mean"] for n in ("format", "action", "inquiry")),
+        abs=1e-4,
     )
     assert entry["step"] == 1 and entry["completions/max_length"] <= PROFILE.max_completion_length
     assert res.adapter is True and (Path(res.path) / "adapter_config.json").exists()

@@ -127,13 +127,9 @@ def grpo_save_kwargs(profile: Profile, steps: int) -> dict:
 
 
 def reward_weights(profile: Profile, reward_names) -> list[float]:
-    """The weight of each named reward, in the order of `reward_names` (a name the profile does
-    not weigh raises KeyError naming it)."""
-    weights = dict(profile.reward_weights)
-    missing = [n for n in reward_names if n not in weights]
-    if missing:
-        raise KeyError(f"profile {profile.name!r} has no reward weight for {missing}; it weighs {sorted(weights)}")
-    return [float(weights[n]) for n in reward_names]
+    """The weight of each named reward, in the order of `reward_names`: the profile's `reward_weights`, 1.0
+    for a reward it does not name (TRL's own default), so a new reward needs no weight to be summed."""
+    return [float(profile.reward_weights.get(n, 1.0)) for n in reward_names]
 
 
 def grpo_config(

@@ -50,6 +50,8 @@ def _png(image) -> bytes:
 
 def verl_rows(records, profile, split: str) -> list[dict]:
     """TRL prompt records (`train.training_records`) -> verl rows (see the module docstring)."""
+    from .configs import reward_weights
+
     rows = []
     for i, rec in enumerate(records):
         messages = [{"role": m["role"], "content": _flatten(m)} for m in rec["prompt"]]
@@ -83,7 +85,7 @@ def verl_rows(records, profile, split: str) -> list[dict]:
                     "require_think": bool(profile.use_think),
                     "missed_penalty": float(profile.missed_penalty),
                     "needless_penalty": float(profile.needless_penalty),
-                    "reward_weights": [float(profile.reward_weights[k]) for k in REWARD_NAMES],
+                    "reward_weights": reward_weights(profile, REWARD_NAMES),
                 },
                 "problem": messages[-1]["content"],
                 "answer": truth,
