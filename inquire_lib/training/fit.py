@@ -59,7 +59,7 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
     import time
 
     from ..runs.integrity import discard_stale_temps, read_marker, write_marker
-    from .weights import mark_checkpoints_callback
+    from .weights import mark_checkpoints_callback, schedule_from_step_callback
     from ..runs.paths import atomic_dir
 
     disable_bnb_cpu_repack(trainer.model)
@@ -70,6 +70,7 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
     # the seconds of the sittings before this one, as the checkpoint gone on from recorded them
     earlier = float((read_marker(checkpoint) or {}).get("seconds", 0.0)) if checkpoint else 0.0
     trainer.add_callback(mark_checkpoints_callback(earlier))
+    trainer.add_callback(schedule_from_step_callback())
     restored = (
         checkpoint is not None
         and not getattr(trainer, "is_deepspeed_enabled", False)  # DeepSpeed restores its own

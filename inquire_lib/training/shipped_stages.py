@@ -27,8 +27,8 @@ STAGES_ROOT = REPO_ROOT / "assets" / "stages"
 STAGE_KINDS = {"sft_full": "sft", "sft_weak": "sft", "grpo_full": "grpo", "grpo_weak": "grpo", "grpo_task": "task_grpo"}
 FINAL_FILES = ("adapter_model.safetensors", "adapter_config.json")
 # a resume point leaves out the optimizer's moments (`optimizer.pt`, twice the adapter: over the repository's
-# 25 MB a file); the trainer starts them anew where it goes on, with the step restored. Without that file it
-# also starts the learning-rate schedule anew: it loads scheduler.pt only beside optimizer.pt (docs/lab/log.md)
+# 25 MB a file); the trainer starts them anew where it goes on, with the step restored, and the schedule is
+# brought to that step (`weights.schedule_from_step_callback`: the trainer loads scheduler.pt only beside optimizer.pt)
 RESUME_FILES = (
     *FINAL_FILES,
     "scheduler.pt",

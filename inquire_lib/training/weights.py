@@ -36,6 +36,28 @@ def mark_checkpoints_callback(before: float = 0.0):
     return MarkCheckpoints()
 
 
+def schedule_from_step_callback():
+    """A `transformers.TrainerCallback` that, when a run goes on from a checkpoint, brings the learning-rate
+    schedule to the step the run stands at. The trainer restores the schedule only beside the optimizer's
+    moments (`optimizer.pt`), which a shipped resume point leaves out; without this the schedule would
+    start again from its warm-up at every such resume. The schedule is a function of the step, so it is
+    stepped forward, not read from a file that may hold a schedule already started anew."""
+    import warnings
+
+    from transformers import TrainerCallback
+
+    class ScheduleFromStep(TrainerCallback):
+        def on_train_begin(self, args, state, control, lr_scheduler=None, **kwargs):
+            if lr_scheduler is None or lr_scheduler.last_epoch >= state.global_step:
+                return
+            with warnings.catch_warnings():  # "scheduler.step() before optimizer.step()": no step is skipped here
+                warnings.simplefilter("ignore", UserWarning)
+                while lr_scheduler.last_epoch < state.global_step:
+                    lr_scheduler.step()
+
+    return ScheduleFromStep()
+
+
 def check_weights(path: str | os.PathLike) -> int:
     """Refuse a model folder (or one .safetensors file) that cannot be trusted: a file that does not
     parse (truncated) or a floating-point tensor with NaN or Inf values raises CorruptWeightsError
