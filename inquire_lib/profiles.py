@@ -1033,11 +1033,15 @@ class RecipeError(ValueError):
     """A recipe file that cannot be read: the message is one line naming the file and the key."""
 
 
+def _recipe_path(name: str, root: Path | None) -> Path:
+    return (root or RECIPES_DIR) / f"{name}.yaml"
+
+
 def read_recipe(name: str, root: Path | None = None) -> dict:
     """The mapping of `<root>/<name>.yaml` (default root: `RECIPES_DIR`): a profile's recipe or a fragment."""
     import yaml
 
-    path = (root or RECIPES_DIR) / f"{name}.yaml"
+    path = _recipe_path(name, root)
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
@@ -1047,11 +1051,10 @@ def read_recipe(name: str, root: Path | None = None) -> dict:
     return data
 
 
-def recipe_settings(name: str, root: Path | None = None) -> dict[str, Any]:
-    """The fields a recipe file sets, after the fragments it takes (`with`), each checked and typed as
-    `--set` checks it (`check_override`): the recipe's own changes, not its parent's."""
-    data = read_recipe(name, root)
-    path = (root or RECIPES_DIR) / f"{name}.yaml"
+def recipe_settings(name: str, root: Path | None = None, data: dict | None = None) -> dict[str, Any]:
+    """The fields a recipe file sets (`data`, when already read), after the fragments it takes (`with`), each
+    checked and typed as `--set` checks it (`check_override`): the recipe's own changes, not its parent's."""
+    data = read_recipe(name, root) if data is None else data
     out: dict[str, Any] = {}
     for fragment in data.get("with", ()):
         out.update(recipe_settings(fragment, root))
@@ -1061,28 +1064,26 @@ def recipe_settings(name: str, root: Path | None = None) -> dict[str, Any]:
         try:
             out[key] = check_override(str(key), value)
         except OverrideError as exc:
-            raise RecipeError(f"{path}: {exc}") from None
+            raise RecipeError(f"{_recipe_path(name, root)}: {exc}") from None
     return out
 
 
-def load_recipe(name: str, root: Path | None = None) -> Profile:
+def load_recipe(name: str, root: Path | None = None, data: dict | None = None) -> Profile:
     """The profile a recipe resolves to: the profile it inherits (already in `PROFILES`) or the class defaults,
     with the recipe's settings (`recipe_settings`) and its name."""
-    data = read_recipe(name, root)
+    data = read_recipe(name, root) if data is None else data
     parent = data.get("inherit")
     if parent is not None and parent not in PROFILES:
-        raise RecipeError(
-            f"{(root or RECIPES_DIR) / f'{name}.yaml'}: inherit: {parent!r} is not a profile read before it"
-        )
+        raise RecipeError(f"{_recipe_path(name, root)}: inherit: {parent!r} is not a profile read before it")
     base = PROFILES[parent] if parent is not None else Profile(name=name)
-    return base.replace(name=name, **recipe_settings(name, root))
+    return base.replace(name=name, **recipe_settings(name, root, data))
 
 
 def load_recipes(root: Path | None = None) -> None:
-    """Read every profile of `PROFILE_ORDER` into `PROFILES`, with its purpose and ablation grid."""
+    """Read every profile of `PROFILE_ORDER` into `PROFILES`, with its purpose and ablation grid; each file once."""
     for name in PROFILE_ORDER:
-        PROFILES[name] = load_recipe(name, root)
         data = read_recipe(name, root)
+        PROFILES[name] = load_recipe(name, root, data)
         PURPOSES[name] = " ".join(str(data.get("purpose", "")).split())
         if "ablations" in data:
             ABLATION_GRIDS[name] = tuple(data["ablations"])

@@ -19,6 +19,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from inquire_lib.cli import _parser
 from inquire_lib.profiles import apply_overrides, parse_overrides
 from inquire_lib.runs.keys import differences, settings_key
 from inquire_lib.training import shipped, shipped_stages
@@ -56,10 +57,9 @@ def pruned(settings: dict, where: Path) -> dict:
 
 
 def profile_of(manifest: dict):
-    """The profile the manifest's own command resolves to (its `--profile` and `--set` items)."""
-    words = shlex.split(manifest.get("command", ""))
-    sets = [words[i + 1] for i, w in enumerate(words[:-1]) if w == "--set"]
-    return apply_overrides(manifest["profile"], parse_overrides(sets))
+    """The profile the manifest's own command resolves to, read by the `inquire` command's own parser."""
+    args = _parser().parse_args(shlex.split(manifest["command"])[1:])
+    return apply_overrides(args.profile, parse_overrides(args.set))
 
 
 def plan_base_agent(manifest: dict, where: Path, renamed: dict[str, str]) -> tuple[str, dict]:

@@ -202,16 +202,16 @@ def checkpoint_order(names) -> list[str]:
     return sorted(dict.fromkeys(names), key=lambda n: (rank.get(n, len(known)), n))
 
 
-# the checkpoints the recipe does not train: what the trained ones start from
-STARTS: tuple[str, ...] = ("untrained", "base_agent")
+# the checkpoints the recipe does not train, in the order a reader inspects them: the base agent before the
+# untrained model, whose output may not parse at all
+STARTS: tuple[str, ...] = ("base_agent", "untrained")
 
 
 def inspection_order(names) -> list[str]:
     """Distinct `names` in the order a reader inspects failures: the trained checkpoints in training order,
-    then other names (ablation points) alphabetically, then the starts (`STARTS`: the base agent before the
-    untrained model, whose output may not parse at all), then the reference policies."""
+    then other names (ablation points) alphabetically, then the starts (`STARTS`), then the reference policies."""
     ordered = checkpoint_order(names)
-    starts = [n for n in ("base_agent", "untrained") if n in ordered]
+    starts = [n for n in STARTS if n in ordered]
     refs = [n for n in ordered if n in REFERENCES]
     return [n for n in ordered if n not in starts and n not in refs] + starts + refs
 

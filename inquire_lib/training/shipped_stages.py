@@ -3,8 +3,7 @@ so that a stage that costs more than a sitting is paid once.
 
 `assets/stages/<stage>-<key>/` holds either a finished result (`kind` "final": the adapter) or a long run's
 last complete checkpoint (`kind` "resume": adapter, scheduler, RNG and trainer state; the optimizer's moments
-start anew), with a
-manifest: the stage's content key (`stage_key`: the resolved settings that shaped it under its start's key),
+start anew), with a manifest: the stage's content key (`stage_key`: the resolved settings that shaped it under its start's key),
 those settings, the command that trains it, the data fingerprint, the step and examples seen, the training
 seconds and the machine. Every file's sha256 is checked before use; a file that differs is one line naming
 it, never used. A stage finds its shipped result by its key only, so a result made under other settings is
