@@ -197,7 +197,11 @@ def test_save_dataset_is_atomic(dd, tmp_path, monkeypatch):
 def test_load_or_build_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     first = data.load_or_build(2, 6)
-    path = tmp_path / "data" / f"inquirebench-v{data.DATA_VERSION}-s2-n6"
+    path = data.dataset_dir(2, 6)
+    assert (
+        path.parent == tmp_path / "data"
+        and path.name == f"inquirebench-s2-n6-{data.data_key(2, 6, 'fixed', split='benchmark')}"
+    )
     assert (path / "inquirebench.json").exists()
     assert {k: len(v) for k, v in first.items()} == {"train": len(first["train"]), "test": len(first["test"])}
 
@@ -216,7 +220,8 @@ def test_load_or_build_caches(tmp_path, monkeypatch):
 def test_validation_split_is_drawn_like_test_but_apart(tmp_path, monkeypatch):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     val = data.load_or_build_validation(2, 10)
-    assert (tmp_path / "data" / f"inquirebench-v{data.DATA_VERSION}-s2-validation-n10" / "dataset_info.json").exists()
+    [folder] = (tmp_path / "data").glob("inquirebench-s2-validation-n10-*")
+    assert (folder / "dataset_info.json").exists()
     assert val.features == data.FEATURES and len(set(val["task_id"])) == 10
     assert all(t.startswith("validation-2-") for t in val["task_id"])
     test = data.build_dataset(2, 50)["test"]
@@ -286,7 +291,8 @@ def test_each_train_values_has_a_cache_of_its_own(tmp_path, monkeypatch):
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
     fixed, proc = data.load_or_build(2, 6), data.load_or_build(2, 6, "procedural")
     names = sorted(p.name for p in (tmp_path / "data").iterdir())
-    assert names == [f"inquirebench-v{data.DATA_VERSION}-s2-n6", f"inquirebench-v{data.DATA_VERSION}-s2-n6-procedural"]
+    assert names == sorted(data.dataset_dir(2, 6, values).name for values in ("fixed", "procedural"))
+    assert len(set(names)) == 2 and all(n.startswith("inquirebench-s2-n6-") for n in names)
     assert fixed["train"]["instruction"] != proc["train"]["instruction"]
     assert fixed["test"]["instruction"] == proc["test"]["instruction"]
     monkeypatch.setattr(data, "build_dataset", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("rebuilt")))
@@ -305,3 +311,35 @@ def test_benchmark_and_training_tasks_follow_the_profile(monkeypatch):
     assert seen == [(0, 36, "procedural"), (0, 36, "fixed")]
     assert round_tasks(smoke, 1, 2) == data.generate_tasks(0, "train", 2, "procedural")
     assert round_tasks(smoke, 1, 2) != data.generate_tasks(0, "train", 2)
+
+
+def test_the_generator_is_the_code_that_makes_the_data():
+    modules = data.generator_modules()
+    for made_by in ("world.tasks", "world.values", "world.render", "world.expert", "agent.taxonomy", "data.benchmark"):
+        assert f"inquire_lib.{made_by}" in modules
+    # what reads the data but does not make it is not in it: an edit there keeps every cache
+    for reader in ("agent.rewards", "agent.prompts", "evaluation.steps", "training.sft", "profiles"):
+        assert f"inquire_lib.{reader}" not in modules
+
+
+def test_a_change_to_the_generators_code_names_new_data_caches(tmp_path):
+    before = data.dataset_dir(2, 6).name
+    package = tmp_path / "inquire_lib"
+    for module in data.generator_modules():
+        src = data._module_file(data.Path(data.__file__).resolve().parents[1], module)
+        dest = data._module_file(package, module)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(src.read_bytes())
+    edited = data._module_file(package, "inquire_lib.world.render")
+    edited.write_text(edited.read_text() + "\n# an edit\n")
+    original = data.__file__
+    data.__file__ = str(data._module_file(package, "inquire_lib.data.benchmark"))
+    data.generator_key.cache_clear()
+    try:
+        assert data.generator_modules() == tuple(sorted(set(data.generator_modules())))
+        after = data.dataset_dir(2, 6).name
+    finally:
+        data.__file__ = original
+        data.generator_key.cache_clear()
+    assert after.startswith("inquirebench-s2-n6-") and after != before
+    assert data.dataset_dir(2, 6).name == before

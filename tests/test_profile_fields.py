@@ -129,11 +129,12 @@ def test_cache_names_and_keys_are_the_ones_from_before(monkeypatch):
     the shipped agents. The evaluation keys changed when `pretrained_layers` and `eval_bf16` joined them, and
     again with `user_answers` (the simulated user changes what an episode returns); the base agents' folders
     when they became content keys (the shipped ones were renamed with them), and every key when the fields of
-    rejected experiments were removed (`tools/rekey_shipped.py` renamed the shipped results)."""
+    rejected experiments, and later the hand-bumped data version, were removed (`tools/rekey_shipped.py` renamed
+    the shipped results)."""
     monkeypatch.setattr(readback, "code_digest", lambda: "code")
-    assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-8334194b6c41"
+    assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-ec5b1525fc84"
     quick = apply_overrides("quick", {"copy_drill_tasks": 10})
-    assert sft.base_agent_dir(quick).name == "base-agent-79d1e531ae87"
+    assert sft.base_agent_dir(quick).name == "base-agent-871cf1fe2118"
     assert readback.eval_key("step", "m", "i", PROFILES["smoke"]) == (
         "0b2074505b988a83f24ab9f621cacee5200d4cba61d0c412440f462a246b8cd1"
     )

@@ -70,6 +70,23 @@ def test_a_shipped_resume_point_is_gone_on_from_and_a_shipped_result_is_installe
         sft.sft(profile, name="sft_full", inquiry_share=1.0)
     monkeypatch.delenv("INQUIRE_REBUILD")
 
+    # a result trained on other data than this code generates is refused in one line, never used
+    shutil.rmtree(out)
+    manifest_path = shipped_stages.STAGES_ROOT / m["name"] / "manifest.json"
+    good = manifest_path.read_text()
+    manifest_path.write_text(json.dumps({**m, "data_fingerprint": "0123456789abcdef"}))
+    with pytest.raises(shipped_stages.ShippedStageError) as other_data:
+        sft.sft(profile, name="sft_full", inquiry_share=1.0)
+    fingerprint = sft.benchmark_fingerprint(profile)
+    assert str(other_data.value) == (
+        f"{manifest_path}: trained on data with fingerprint 0123456789abcdef, this code generates {fingerprint}; "
+        "train sft_full here with --rebuild"
+    )
+    assert not (out / "final").exists()
+    manifest_path.write_text(json.dumps({**m, "data_fingerprint": fingerprint}))
+    assert sft.sft(profile, name="sft_full", inquiry_share=1.0).seconds == 0.0
+    manifest_path.write_text(good)
+
     # a shipped file that is not the one its manifest names is one line, never used
     shutil.rmtree(out)
     weights = shipped_stages.STAGES_ROOT / m["name"] / "adapter_model.safetensors"

@@ -41,6 +41,8 @@ REMOVED = {
     "grpo_mistake_tasks": None,
     "grpo_mistake_outcomes": None,
     "dagger_repeat_cap": 0,
+    # the hand-bumped data version: the data caches are now named by the generator's code (`generator_key`)
+    "data_version": 2,
 }
 
 

@@ -23,8 +23,9 @@ import datasets
 from PIL import Image
 
 from ..agent.questions import Need
-from ..profiles import Profile, split_sizes
+from ..profiles import TEST_FRACTION, Profile, split_sizes
 from ..runs.integrity import check_cache
+from ..runs.keys import settings_key
 from ..runs.paths import atomic_dir, cache_dir
 from ..agent.taxonomy import SAFE
 from ..world.apps import Screen
@@ -35,8 +36,6 @@ from ..world.render import render
 from ..world.tasks import generate_task
 from ..world.values import check_train_values
 
-# bump when generation changes, so that cached builds of older code are never served
-DATA_VERSION = 2
 
 FEATURES = datasets.Features(
     {
@@ -213,11 +212,52 @@ def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
     return Path(out)
 
 
+def generator_modules() -> tuple[str, ...]:
+    """The modules whose code makes the data: this one and what it imports from `world` and `agent`, followed
+    through their own imports (read from their source, so a new import is followed without a list to keep)."""
+    import ast
+
+    package = Path(__file__).resolve().parents[1]
+    seen, todo = set(), [f"{__package__.split('.')[0]}.data.benchmark"]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        here = name.split(".")
+        for node in ast.walk(ast.parse(_module_file(package, name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                target = ".".join(here[: len(here) - node.level] + ([node.module] if node.module else []))
+                if target.split(".")[1:2] in (["world"], ["agent"], ["data"]):
+                    todo.append(target)
+    return tuple(sorted(seen))
+
+
+def _module_file(package: Path, name: str) -> Path:
+    path = package.joinpath(*name.split(".")[1:])
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+@lru_cache(maxsize=1)
+def generator_key() -> str:
+    """The content key of the code that makes the data: a hash of `generator_modules`' source. A change to how
+    tasks, screens or expert steps are made gives new data caches; nothing is bumped by hand."""
+    package = Path(__file__).resolve().parents[1]
+    sources = {m: hashlib.sha256(_module_file(package, m).read_bytes()).hexdigest() for m in generator_modules()}
+    return settings_key(sources)
+
+
+def data_key(seed: int, n_tasks: int, train_values: str, **more) -> str:
+    """The key of a data cache: what it was asked for, under the generator's code (`generator_key`)."""
+    settings = {"seed": seed, "n_tasks": n_tasks, "train_values": train_values, "test_fraction": TEST_FRACTION}
+    return settings_key({**settings, **more}, parent=generator_key())
+
+
 def dataset_dir(seed: int, n_tasks: int, train_values: str = "fixed") -> Path:
-    """The cache folder of a build: the default ("fixed") keeps the name it always had, any other
-    `train_values` adds its own suffix, so that two settings never share a cache."""
-    suffix = "" if check_train_values(train_values) == "fixed" else f"-{train_values}"
-    return cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-n{n_tasks}{suffix}"
+    """The cache folder of a build, named by its seed, size and content key (`data_key`), so that two settings
+    or two versions of the generator never share a cache."""
+    key = data_key(seed, n_tasks, check_train_values(train_values), split="benchmark")
+    return cache_dir() / "data" / f"inquirebench-s{seed}-n{n_tasks}-{key}"
 
 
 def load_or_build(seed: int, n_tasks: int, train_values: str = "fixed") -> datasets.DatasetDict:
@@ -251,7 +291,11 @@ def cached_dataset(path: Path, build, adopt=None) -> datasets.Dataset:
 
 def load_or_build_validation(seed: int, n_tasks: int) -> datasets.Dataset:
     """The validation split for (seed, n_tasks), cached on disk after the first build."""
-    path = cache_dir() / "data" / f"inquirebench-v{DATA_VERSION}-s{seed}-validation-n{n_tasks}"
+    path = (
+        cache_dir()
+        / "data"
+        / f"inquirebench-s{seed}-validation-n{n_tasks}-{data_key(seed, n_tasks, 'fixed', split='validation')}"
+    )
     return cached_dataset(
         path, lambda: build_validation(seed, n_tasks), adopt=lambda: (datasets.load_from_disk(str(path)), True)[1]
     )
@@ -280,6 +324,13 @@ def benchmark(profile: Profile) -> datasets.DatasetDict:
     return load_or_build(profile.seed, profile.benchmark_tasks, profile.train_values)
 
 
+def benchmark_fingerprint(profile: Profile) -> str:
+    """The fingerprint of the profile's benchmark (`fingerprint`), read from beside its cache (built when absent)."""
+    benchmark(profile)
+    folder = dataset_dir(profile.seed, profile.benchmark_tasks, profile.train_values)
+    return json.loads((folder / "inquirebench.json").read_text())["fingerprint"]
+
+
 # where stage 0's fresh tasks and the copy drill's tasks start in the training split's index space: far
 # after any training or DAgger task (and apart from each other), so their values are fresh draws
 STAGE0_FIRST = 500_000
@@ -287,7 +338,6 @@ COPY_DRILL_FIRST = 1_000_000
 RECOVERY_DRILL_FIRST = 1_250_000
 SFT_RECOVERY_FIRST = 1_350_000  # stage 1's own recovery drill
 GRPO_DETOURS_FIRST = 1_450_000  # stage 2's states off the path
-RECOVERY_DRILL_VERSION = 2  # names the drills' caches: bump when `world.expert.run_with_slip` changes
 SFT_FIRST = 1_500_000  # stage 1's fresh tasks; DAgger's roll-outs follow them
 
 
@@ -320,14 +370,9 @@ def fresh_steps(
     memory twice: the rows stream to disk as they are generated, and the cache is memory-mapped)."""
     import tempfile
 
-    path = (
-        cache_dir()
-        / "data"
-        / (
-            f"inquirebench-v{DATA_VERSION}-s{profile.seed}-{name}-{first}-n{n_tasks}"
-            f"-{check_train_values(profile.train_values)}"
-        )
-    )
+    values = check_train_values(profile.train_values)
+    key = data_key(profile.seed, n_tasks, values, split=name, first=first)
+    path = cache_dir() / "data" / f"inquirebench-s{profile.seed}-{name}-{first}-n{n_tasks}-{key}"
 
     def rows():
         env = PhoneEnv()
@@ -372,7 +417,7 @@ def _slip_drill(profile: Profile, n_tasks: int, first: int, keep, name: str) -> 
     def play(env, task):
         return run_with_slip(env, task, random.Random(f"slip:{seed}:{task.task_id}"), slips)
 
-    return fresh_steps(profile, n_tasks, first, keep=keep, name=f"{name}{RECOVERY_DRILL_VERSION}-m{slips}", play=play)
+    return fresh_steps(profile, n_tasks, first, keep=keep, name=f"{name}-m{slips}", play=play)
 
 
 def recovery_drill(profile: Profile) -> datasets.Dataset:

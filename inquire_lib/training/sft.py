@@ -20,7 +20,7 @@ import datasets
 import torch
 
 from ..agent.prompts import frame_for, to_training_record
-from ..data.benchmark import benchmark, sft_split
+from ..data.benchmark import benchmark, benchmark_fingerprint, sft_split
 from ..profiles import Profile, fields_affecting, get_profile
 from ..runs.integrity import finished_output, last_complete_checkpoint
 from ..runs.keys import settings_key
@@ -136,15 +136,11 @@ def base_agent_source(profile: Profile) -> Profile:
 
 def base_agent_settings(profile: Profile) -> dict:
     """The resolved settings that shape the profile's base agent: every `BASE_AGENT_FIELDS` value of the
-    profile it takes stage 0 from (`base_agent_source`) but the start (`base_agent_init`, its parent),
-    and the generated data's version."""
-    from ..data.benchmark import DATA_VERSION
-
+    profile it takes stage 0 from (`base_agent_source`) but the start (`base_agent_init`, its parent). The
+    generator's code is not in it: that names the data caches (`data.benchmark.generator_key`), and what an
+    agent was trained on is checked by the data fingerprint its manifest records."""
     source = base_agent_source(profile)
-    return {
-        "data_version": DATA_VERSION,
-        **{f: getattr(source, f) for f in BASE_AGENT_FIELDS if f != "base_agent_init"},
-    }
+    return {f: getattr(source, f) for f in BASE_AGENT_FIELDS if f != "base_agent_init"}
 
 
 def base_agent_key(profile: Profile) -> str:
@@ -360,6 +356,7 @@ def _from_shipped(profile: Profile, name: str, steps: int, share: float, out_dir
     manifest = shipped_stages.find(name, settings, base_agent_key(profile))
     if manifest is None:
         return False
+    shipped_stages.check_data(manifest, benchmark_fingerprint(profile))
     if manifest["kind"] == "final":
         final = out_dir / "final"
         if not finished_output(final):

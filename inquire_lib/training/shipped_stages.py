@@ -112,6 +112,17 @@ def find(stage: str, settings: dict, parent: str, root: str | Path | None = None
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def check_data(manifest: dict, fingerprint: str, root: str | Path | None = None) -> None:
+    """Refuse, in one line, a shipped result trained on other data than this code generates for its settings."""
+    made_on = manifest.get("data_fingerprint")
+    if made_on is not None and made_on != fingerprint:
+        where = Path(STAGES_ROOT if root is None else root) / manifest["name"] / "manifest.json"
+        raise ShippedStageError(
+            f"{where}: trained on data with fingerprint {made_on}, this code generates {fingerprint}; "
+            f"train {manifest['stage']} here with --rebuild"
+        )
+
+
 def install(manifest: dict, out_dir: str | Path, base: str, root: str | Path | None = None) -> Path:
     """Put a shipped result into a stage's output folder after checking every file's sha256: a finished one
     as `final/` (with `inquire_train.json` naming its `base` and the manifest), a resume point as the
