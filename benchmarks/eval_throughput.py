@@ -23,6 +23,8 @@ answers are those of fp32.
 
     python benchmarks/eval_throughput.py [--profile small] [--steps 64] [--checkpoint PATH] [--threads 1]
 
+The checkpoint defaults to the profile's base agent (`training.sft.base_agent`: the shipped one is installed).
+
 Writes benchmarks/results/eval_throughput.<machine>[.int8][.openvino].json, the machine named by its CPU's vendor
 and line and its kind (`machine_tag`): the same code measures differently on each, so each keeps its own result.
 """
@@ -151,6 +153,10 @@ def run(
     from inquire_lib.training.models import load_checkpoint, loaded
 
     profile = bench_profile(profile_name, overrides, threads)
+    if checkpoint is None:  # the agent evaluation runs on: the untrained graft answers nothing that parses
+        from inquire_lib.training.sft import base_agent
+
+        checkpoint = base_agent(profile)
     torch.set_num_threads(threads)
     records = test_records(profile)[:steps]
     batch, naive_batch = batch or profile.eval_batch, naive_batch or profile.eval_batch
@@ -226,7 +232,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="small")
     ap.add_argument("--steps", type=int, default=64, help="held-out step records decoded by each")
-    ap.add_argument("--checkpoint", default=None, help="a model or adapter folder (default: the profile's base model)")
+    ap.add_argument(
+        "--checkpoint",
+        default=None,
+        help="a model or adapter folder (default: the profile's base agent, installed when shipped)",
+    )
     ap.add_argument("--threads", type=int, default=1, help="torch threads (1 leaves a core to others)")
     ap.add_argument("--batch", type=int, default=None, help="ours: records a batch (default: eval_batch)")
     ap.add_argument("--naive-batch", type=int, default=None, help="naive: records a batch (default: eval_batch)")
