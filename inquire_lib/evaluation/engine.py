@@ -32,11 +32,9 @@ from ..runs.integrity import MARKER, read_marker, verify
 ENGINES = ("hf", "openvino")
 # the marker field that names the checkpoint an export was made from (`training.openvino.export_key`)
 SOURCE_KEY = "source_key"
-# OpenVINO's CPU default is u8 (per-token scaled). f32 is chosen: it leaves the attention exact, and it costs
-# nothing measurable here. Small's base agent, 48 held-out steps, 2 threads, AMD EPYC avx512_bf16, the two
-# interleaved twice: f32 1.15 and 1.34 steps/s, u8 1.24 and 1.31; u8's answers equal f32's 48/48, and f32's
-# equal fp32 HF's 48/48. The cache is small on this model (30 layers x 3 KV heads x 64 dims x 4 bytes x 2 =
-# 46 KB a token)
+# OpenVINO's CPU default is u8 (per-token scaled). f32 is chosen: it leaves the attention exact, and on both
+# CPU kinds it was no slower than u8, with the same answers (docs/lab/log.md, "the KV cache's precision"). The
+# cache is small on this model: 30 layers x 3 KV heads x 64 dims x 4 bytes x 2 = 46 KB a token
 KV_CACHE_PRECISION = "f32"
 # the KV cache's pool, in GB: 48 prompts of ~700 tokens at 46 KB a token need ~1.6 GB
 CACHE_SIZE_GB = 4
