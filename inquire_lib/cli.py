@@ -296,7 +296,7 @@ def _ship(args) -> int:
     from .data.benchmark import dataset_dir
     from .profiles import OverrideError, apply_overrides, parse_overrides
     from .runs.hardware import device_stamp
-    from .runs.integrity import finished_output, last_complete_checkpoint
+    from .runs.integrity import finished_output, last_complete_checkpoint, read_marker
     from .runs.paths import artifacts_dir, run_named_by_overrides
     from .training import shipped_stages
     from .training.sft import base_agent_key
@@ -322,10 +322,17 @@ def _ship(args) -> int:
     step = trained.get("steps", state.get("global_step"))
     sets = "".join(f" --set {k}={v}" for k, v in profile.overrides)
     share_arg = "" if args.stage == "sft_full" else f" --name {args.stage} --inquiry-share {share}"
+    settings = shipped_stages.stage_settings(profile, args.stage, profile.sft_steps, share)
+    # the resume point this run went on from, when one is shipped under the same key: its sittings go on in this one
+    previous = shipped_stages.find(args.stage, settings, base_agent_key(profile))
+    marker = read_marker(source) or {}
+    total = trained.get("seconds_total", marker.get("seconds") or 0.0)
+    sat = shipped_stages.sittings(previous, step, total, trained.get("device", device_stamp()), args.paused_seconds)
+    kept = {k: previous[k] for k in ("schedule_note",) if previous and k in previous}
     m = shipped_stages.ship(
         source,
         args.stage,
-        shipped_stages.stage_settings(profile, args.stage, profile.sft_steps, share),
+        settings,
         base_agent_key(profile),
         command=f"inquire train sft --profile {profile.name}{sets}{share_arg} --resume",
         extra={
@@ -338,7 +345,10 @@ def _ship(args) -> int:
             "examples": step * per_step if step is not None else None,
             "of_steps": profile.sft_steps,
             "device": trained.get("device", device_stamp()),
-            **({"seconds": trained["seconds_total"]} if "seconds_total" in trained else {}),
+            "seconds": round(sum(float(x["seconds"] or 0.0) for x in sat), 1),
+            "seconds_note": "training seconds, summed over the sittings; the seconds a sitting was stopped are left out",
+            "sittings": sat,
+            **kept,
         },
     )
     print(
@@ -583,6 +593,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     sh.add_argument("stage", choices=["sft_full", "sft_weak"], help="the stage whose result is shipped")
     _run_settings(sh, "the overrides the stage was trained with")
+    sh.add_argument(
+        "--paused-seconds",
+        type=float,
+        default=0.0,
+        help="seconds the run was stopped (e.g. SIGSTOP) in the sitting being shipped, left out of its training seconds",
+    )
     sh.set_defaults(fn=_ship)
     lc = sub.add_parser(
         "learning-curve",

@@ -95,3 +95,29 @@ def test_a_shipped_resume_point_is_gone_on_from_and_a_shipped_result_is_installe
         sft.sft(profile, name="sft_full", inquiry_share=1.0)
     assert str(bad.value).startswith(f"{weights}: missing or not the file") and "\n" not in str(bad.value)
     assert not (out / "final").exists()
+
+
+def test_inquire_ship_records_each_sitting_less_its_pause(places, monkeypatch):
+    from inquire_lib import cli
+    from inquire_lib.runs.integrity import read_marker
+
+    monkeypatch.delenv("INQUIRE_RUN_NAME", raising=False)
+    sets = ["--set", "sft_steps=4", "--set", "sft_save_steps=2"]
+    profile = apply_overrides("smoke", {"sft_steps": 4, "sft_save_steps": 2})
+    monkeypatch.setenv("INQUIRE_RUN_NAME", "sittings")
+    sft.sft(profile, name="sft_full", inquiry_share=1.0)
+    out = artifacts_dir(profile) / "sft_full"
+    shutil.rmtree(out / "final")  # as if the sitting had ended after step 2's checkpoint
+    shutil.rmtree(out / "checkpoint-4")
+    assert cli.main(["ship", "sft_full", "--profile", "smoke", *sets, "--paused-seconds", "0.5"]) == 0
+    first = shipped_stages.find(
+        "sft_full", shipped_stages.stage_settings(profile, "sft_full", 4, 1.0), sft.base_agent_key(profile)
+    )
+    marker = read_marker(out / "checkpoint-2")
+    assert (
+        first["step"] == 2
+        and first["command"] == "inquire train sft --profile smoke --set sft_save_steps=2 --set sft_steps=4 --resume"
+    )
+    [sitting] = first["sittings"]
+    assert sitting["steps"] == [0, 2] and sitting["paused_seconds"] == 0.5
+    assert sitting["seconds"] == first["seconds"] == round(marker["seconds"] - 0.5, 1)

@@ -106,6 +106,29 @@ def ship(
     return manifest
 
 
+def sittings(previous: dict | None, step: int, seconds: float, device: dict, paused: float = 0.0) -> list[dict]:
+    """The sittings a result was trained in, oldest first: those of the resume point it went on from
+    (`previous`, its manifest, or None), then this one, from that point's step to `step`, with the machine
+    it ran on and its training seconds (`seconds` is the run's total, `paused` the seconds it was stopped in
+    this sitting, left out)."""
+    done, before = [], 0.0
+    if previous is not None:
+        done = [dict(s) for s in previous.get("sittings", [])] or [
+            {
+                "steps": [0, previous["step"]],
+                "device": previous.get("device"),
+                "seconds": previous.get("seconds"),
+                **({"note": previous["seconds_note"]} if "seconds_note" in previous else {}),
+            }
+        ]
+        before = float(previous.get("seconds") or 0.0)
+    first = done[-1]["steps"][1] if done else 0
+    if step > first:
+        here = round(float(seconds) - paused - before, 1)
+        done.append({"steps": [first, step], "device": device, "seconds": here, "paused_seconds": round(paused, 1)})
+    return done
+
+
 def find(stage: str, settings: dict, parent: str, root: str | Path | None = None) -> dict | None:
     """The manifest of the result shipped for exactly these settings and start, or None."""
     path = folder_of(stage, stage_key(settings, parent), root) / "manifest.json"
