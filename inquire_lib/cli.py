@@ -293,7 +293,7 @@ def _ship(args) -> int:
     checkpoint of a run that has not finished (to go on from in another sitting), with its manifest."""
     from pathlib import Path
 
-    from .data.benchmark import dataset_dir
+    from .data.benchmark import benchmark_fingerprint
     from .profiles import OverrideError, apply_overrides, parse_overrides
     from .runs.hardware import device_stamp
     from .runs.integrity import finished_output, last_complete_checkpoint, read_marker
@@ -337,11 +337,7 @@ def _ship(args) -> int:
         command=f"inquire train sft --profile {profile.name}{sets}{share_arg} --resume",
         extra={
             "profile": profile.name,
-            "data_fingerprint": json.loads(
-                (
-                    dataset_dir(profile.seed, profile.benchmark_tasks, profile.train_values) / "inquirebench.json"
-                ).read_text()
-            )["fingerprint"],
+            "data_fingerprint": benchmark_fingerprint(profile),
             "examples": step * per_step if step is not None else None,
             "of_steps": profile.sft_steps,
             "device": trained.get("device", device_stamp()),
