@@ -206,6 +206,7 @@ def test_step_details_html_escapes_untrusted_text():
     assert "<td>format</td><td>+1.000</td>" in text  # rewards of the sft checkpoint
 
 
+@pytest.mark.slow  # drives a browser: `make test` installs Chromium, `make test-fast` leaves it out
 def test_save_figure_writes_html_and_png_with_chrome(tmp_path):
     assert viz.find_chrome() is not None, "no Chrome/Chromium found: install it with `apt-get install -y chromium`"
     fig = viz.failure_bar(syn.all_preds())
@@ -217,6 +218,7 @@ def test_save_figure_writes_html_and_png_with_chrome(tmp_path):
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["failures.html", "failures.png"]
 
 
+@pytest.mark.slow  # drives a browser: `make test` installs Chromium, `make test-fast` leaves it out
 def test_figure_bundle_carries_the_interactive_figure_and_its_png(tmp_path):
     fig = viz.failure_bar(syn.all_preds())
     paths = viz.save_figure(fig, tmp_path / "f")
