@@ -146,7 +146,11 @@ def test_kernels_saw_the_private_cache_and_artifacts(smoke_run):
     from inquire_lib.training.sft import base_agent_key
 
     assert (root / "cache" / "models" / f"base-agent-{base_agent_key(get_profile('smoke'))}" / "config.json").exists()
-    assert list((root / "cache" / "data").glob("inquirebench-*-s0-n36/inquirebench.json"))
+    from inquire_lib.data.benchmark import dataset_dir
+
+    smoke = get_profile("smoke")
+    built = dataset_dir(smoke.seed, smoke.benchmark_tasks, smoke.train_values).name  # named by its content key
+    assert built.startswith("inquirebench-s0-n36-") and (root / "cache" / "data" / built / "inquirebench.json").exists()
     for name in ("sft_full", "sft_weak"):
         assert (root / "artifacts" / "smoke" / name / "final" / "adapter_config.json").exists()
     assert not (repo / "artifacts").exists() and not (repo / ".cache").exists()
