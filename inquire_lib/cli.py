@@ -324,23 +324,23 @@ def _ship(args) -> int:
     share_arg = "" if args.stage == "sft_full" else f" --name {args.stage} --inquiry-share {share}"
     settings = shipped_stages.stage_settings(profile, args.stage, profile.sft_steps, share)
     # the resume point this run went on from, when one is shipped under the same key: its sittings go on in this one
-    previous = shipped_stages.find(args.stage, settings, base_agent_key(profile))
-    marker = read_marker(source) or {}
-    total = trained.get("seconds_total", marker.get("seconds") or 0.0)
-    sat = shipped_stages.sittings(previous, step, total, trained.get("device", device_stamp()), args.paused_seconds)
+    parent, device = base_agent_key(profile), trained.get("device", device_stamp())
+    previous = shipped_stages.find(args.stage, settings, parent)
+    total = trained.get("seconds_total", (read_marker(source) or {}).get("seconds") or 0.0)
+    sat = shipped_stages.sittings(previous, step, total, device, args.paused_seconds)
     kept = {k: previous[k] for k in ("schedule_note",) if previous and k in previous}
     m = shipped_stages.ship(
         source,
         args.stage,
         settings,
-        base_agent_key(profile),
+        parent,
         command=f"inquire train sft --profile {profile.name}{sets}{share_arg} --resume",
         extra={
             "profile": profile.name,
             "data_fingerprint": benchmark_fingerprint(profile),
             "examples": step * per_step if step is not None else None,
             "of_steps": profile.sft_steps,
-            "device": trained.get("device", device_stamp()),
+            "device": device,
             "seconds": round(sum(float(x["seconds"] or 0.0) for x in sat), 1),
             "seconds_note": "training seconds, summed over the sittings; the seconds a sitting was stopped are left out",
             "sittings": sat,

@@ -24,7 +24,7 @@ from PIL import Image
 
 from ..agent.questions import Need
 from ..profiles import TEST_FRACTION, Profile, split_sizes
-from ..runs.integrity import check_cache
+from ..runs.integrity import check_cache, sha256_file
 from ..runs.keys import settings_key
 from ..runs.paths import atomic_dir, cache_dir
 from ..agent.taxonomy import SAFE
@@ -243,7 +243,7 @@ def generator_key() -> str:
     """The content key of the code that makes the data: a hash of `generator_modules`' source. A change to how
     tasks, screens or expert steps are made gives new data caches; nothing is bumped by hand."""
     package = Path(__file__).resolve().parents[1]
-    sources = {m: hashlib.sha256(_module_file(package, m).read_bytes()).hexdigest() for m in generator_modules()}
+    sources = {m: sha256_file(_module_file(package, m)) for m in generator_modules()}
     return settings_key(sources)
 
 
