@@ -280,9 +280,15 @@ def _learning_curve(args) -> int:
     run = Path(args.run) if args.run else artifacts_dir(profile) / args.name
     if not run.is_dir():
         raise UsageError(f"{run}: no SFT run there (train one with `inquire train sft`)")
-    out = Path(args.out) if args.out else run / "learning_curve.json"
     steps = {int(x) for x in args.steps.split(",")} if args.steps else None
-    curve = learning_curve(profile, run, base_agent(profile), out, max_needless=args.max_needless, steps=steps)
+    out = (
+        Path(args.out)
+        if args.out
+        else run / f"learning_curve{'' if args.split == 'validation' else '.' + args.split}.json"
+    )
+    curve = learning_curve(
+        profile, run, base_agent(profile), out, max_needless=args.max_needless, steps=steps, split=args.split
+    )
     print(curve_table(curve))
     print(f"written: {out}")
     return 0
@@ -598,13 +604,23 @@ def _parser() -> argparse.ArgumentParser:
     sh.set_defaults(fn=_ship)
     lc = sub.add_parser(
         "learning-curve",
-        help="stage 1's learning curve of asking: each SFT checkpoint's fork margin on the validation split",
+        help="stage 1's learning curve of asking: each SFT checkpoint's fork margin on the validation (or test) split",
         parents=[debug],
     )
     _run_settings(lc, "the overrides the SFT run was trained with")
     lc.add_argument("--name", default="sft_full", help="the run's output name under artifacts/<profile>/")
     lc.add_argument("--run", default=None, help="the SFT output folder itself (default: from --profile, --set, --name)")
-    lc.add_argument("--out", default=None, help="where the curve's JSON goes (default: learning_curve.json in the run)")
+    lc.add_argument(
+        "--out",
+        default=None,
+        help="where the curve's JSON goes (default: learning_curve.json in the run, learning_curve.test.json for test)",
+    )
+    lc.add_argument(
+        "--split",
+        default="validation",
+        choices=["validation", "test"],
+        help="validation (choose the recipe) or test (confirm the chosen checkpoint; default validation)",
+    )
     lc.add_argument(
         "--max-needless", type=float, default=0.05, help="the needless-ask rate the step ISR is read at (default 0.05)"
     )

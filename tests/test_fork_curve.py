@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from inquire_lib.evaluation.fork_curve import curve_point, fork_records, header, word_token
+from inquire_lib.evaluation.fork_curve import curve_point, fork_records, header, unbiased_point, word_token
 
 
 def test_the_header_is_the_screen_the_reasoning_opens_with():
@@ -73,3 +73,26 @@ def test_a_curve_point_reads_auc_and_isr_within_the_needless_budget():
     assert (strict["isr"]["k"], strict["needless"]) == (0, 0.0)  # the high safe step sits above every ask
     blind = curve_point([0.0] * 40, [True] * 20 + [False] * 20, n_boot=200)
     assert blind["auc"]["value"] == 0.5 and not math.isnan(blind["isr"]["lo"])
+
+
+def test_the_unbiased_point_is_what_the_model_chooses_with_no_threshold():
+    # asks where the margin is above 0: 3 of 4 inquiry steps, 1 of 5 safe steps; an exact 0 acts
+    margins = [2.0, 0.5, 0.0, 1.0, -1.0, -3.0, 4.0, -0.1, -2.0]
+    labels = [True, True, True, True, False, False, False, False, False]
+    u = unbiased_point(margins, labels)
+    assert (u["isr"]["k"], u["isr"]["n"], u["isr"]["value"]) == (3, 4, 0.75)
+    assert (u["needless"]["k"], u["needless"]["n"]) == (1, 5) and u["needless"]["value"] == pytest.approx(0.2)
+    assert u["isr"]["lo"] < 0.75 < u["isr"]["hi"]
+    assert curve_point(margins, labels, n_boot=50)["unbiased"] == u
+
+
+def test_the_curve_table_shows_the_unbiased_point_and_leaves_old_points_blank():
+    from inquire_lib.stages.learning_curve import curve_table
+
+    labels = [True] * 4 + [False] * 5
+    point = {"step": 60, "examples": 480, **curve_point([2.0, 0.5, 0.0, 1.0, -1.0, -3.0, 4.0, -0.1, -2.0], labels)}
+    old = {k: v for k, v in point.items() if k != "unbiased"} | {"step": 30, "examples": 240}
+    rows = curve_table({"points": [old, point]}).splitlines()
+    assert len(rows) == 4 and rows[0].count("|") == 8
+    assert rows[2].endswith("|  |  |") and rows[2].startswith("| 30 | 240 |")
+    assert "| 3/4 = 0.750 (" in rows[3] and "| 1/5 = 0.200 (" in rows[3]

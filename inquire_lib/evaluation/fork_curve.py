@@ -109,4 +109,15 @@ def curve_point(margins: list[float], labels: list[bool], max_needless: float = 
         "bias": point["bias"],
         "max_needless": max_needless,
         "met": point["met"],
+        "unbiased": unbiased_point(margins, labels),
     }
+
+
+def unbiased_point(margins: list[float], labels: list[bool]) -> dict:
+    """What the model itself chooses at the fork, no bias added (it asks where the margin is above 0): the
+    step ISR over the steps that need the question and the needless-ask rate over the others, each with
+    its Wilson interval. No threshold is read off the split it is measured on."""
+    asks = [m > 0 for m in margins]
+    need = [a for a, y in zip(asks, labels) if y]
+    rest = [a for a, y in zip(asks, labels) if not y]
+    return {"isr": wilson(sum(need), len(need)), "needless": wilson(sum(rest), len(rest))}

@@ -1,5 +1,6 @@
 """Stage 1's learning curve of asking: every complete checkpoint of an SFT run scored on the validation
-split by the cheap fork margin (`evaluation.fork_curve`), in the order the run saved them.
+split (or, to confirm a chosen point, the test split) by the cheap fork margin (`evaluation.fork_curve`), in
+the order the run saved them.
 
 Each point is cached beside the curve under its checkpoint's content digest, so a curve read again after
 more checkpoints were saved scores only the new ones, and a checkpoint that changed is scored anew.
@@ -11,7 +12,7 @@ import json
 import time
 from pathlib import Path
 
-from ..data.benchmark import validation_records
+from ..data.benchmark import test_records, validation_records
 from ..evaluation.fork_curve import METRIC, curve_point, fork_margins, fork_records
 from ..profiles import Profile
 from ..runs.hardware import device_stamp
@@ -23,23 +24,35 @@ from ..training.models import loaded
 _WEIGHTS = ("adapter_model.safetensors", "adapter_config.json", "model.safetensors", "config.json")
 
 
+SPLITS = {"validation": validation_records, "test": test_records}
+
+
 def learning_curve(
-    profile: Profile, run: str | Path, base: str, out: str | Path, max_needless: float = 0.05, steps=None
+    profile: Profile,
+    run: str | Path,
+    base: str,
+    out: str | Path,
+    max_needless: float = 0.05,
+    steps=None,
+    split: str = "validation",
 ) -> dict:
     """The curve of the SFT run folder `run` (its `checkpoint-N` folders, adapters on `base`), written
     atomically to `out` after every point; returns it. A point: the step, the examples seen, the fork's AUC
     (bootstrap 95%) and step ISR at needless <= `max_needless` (Wilson 95%), and the seconds it took.
-    `steps`: score only the checkpoints of these steps (and the start); points scored before are kept."""
+    `steps`: score only the checkpoints of these steps (and the start); points scored before are kept.
+    `split`: validation chooses the recipe; test confirms the chosen point once, and is kept in its own file
+    (a curve file of another split or metric is scored anew, never mixed in)."""
     out = Path(out)
-    records = fork_records(validation_records(profile))
+    records = fork_records(SPLITS[split](profile))
     labels = [bool(r["inquiry_required"]) for r in records]
     old = json.loads(out.read_text()) if out.exists() else {}
-    done = {p["digest"]: p for p in old.get("points", [])} if old.get("metric") == METRIC else {}
+    same = old.get("metric") == METRIC and old.get("split", "validation") == split
+    done = {p["digest"]: p for p in old.get("points", [])} if same else {}
     curve = {
         "metric": METRIC,
         "run": str(run),
         "base": str(base),
-        "split": "validation",
+        "split": split,
         "n": len(records),
         "n_inquiry": sum(labels),
         "device": device_stamp(),
@@ -75,15 +88,24 @@ def _examples_per_step(checkpoint: Path) -> int:
 
 
 def curve_table(curve: dict) -> str:
-    """The curve as a Markdown table."""
+    """The curve as a Markdown table: the fork's AUC, the step ISR at the best threshold within the needless
+    budget (read on this split), and what the model chooses with no threshold at all (points scored before
+    that column existed leave it blank)."""
     rows = [
-        "| step | examples | fork AUC (95%) | step ISR at needless <= 0.05 (95%) | needless |",
-        "|---|---|---|---|---|",
+        "| step | examples | fork AUC (95%) | step ISR at needless <= 0.05 (95%) | needless "
+        "| unbiased: step ISR (95%) | unbiased: needless (95%) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for p in curve["points"]:
         a, i = p["auc"], p["isr"]
+        u = p.get("unbiased")
+        free = f"{_rate(u['isr'])} | {_rate(u['needless'])}" if u else " | "
         rows.append(
             f"| {p['step']} | {p['examples']} | {a['value']:.3f} ({a['lo']:.3f}-{a['hi']:.3f}) | "
-            f"{i['k']}/{i['n']} = {i['value']:.3f} ({i['lo']:.3f}-{i['hi']:.3f}) | {p['needless']:.3f} |"
+            f"{_rate(i)} | {p['needless']:.3f} | {free} |"
         )
     return "\n".join(rows)
+
+
+def _rate(w: dict) -> str:
+    return f"{w['k']}/{w['n']} = {w['value']:.3f} ({w['lo']:.3f}-{w['hi']:.3f})"
