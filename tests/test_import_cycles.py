@@ -83,3 +83,27 @@ def test_a_self_import_and_a_longer_cycle(tmp_path):
         },
     )
     assert import_cycles.find_cycles(tmp_path, "toy") == [["toy.a", "toy.b", "toy.c"]]
+
+
+def test_reachable_follows_imports_only_through_the_modules_kept(tmp_path):
+    from inquire_lib.runs.imports import import_graph, reachable
+
+    _package(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/make/__init__.py": "",
+            "pkg/make/a.py": "from . import b\nfrom ..read import c\n",
+            "pkg/make/b.py": "def f():\n    from .d import g\n",
+            "pkg/make/d.py": "g = 1\n",
+            "pkg/read/__init__.py": "",
+            "pkg/read/c.py": "from ..make import e\n",
+            "pkg/make/e.py": "",
+        },
+    )
+    graph = import_graph(tmp_path, "pkg")
+    assert graph["pkg.make.a"] == {"pkg.make", "pkg.make.b", "pkg.read", "pkg.read.c"}
+    kept = reachable(graph, "pkg.make.a", lambda m: m.startswith("pkg.make."))
+    # the lazy import counts; e is reached only through read, which is not followed
+    assert kept == {"pkg.make.a", "pkg.make.b", "pkg.make.d"}
+    assert reachable(graph, "pkg.make.a") >= kept | {"pkg.read.c", "pkg.make.e"}

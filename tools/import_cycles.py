@@ -1,4 +1,4 @@
-"""List the import cycles of a package, read from the source with `ast`.
+"""List the import cycles of a package, read from the source (`inquire_lib.runs.imports.import_graph`).
 
 Every import counts, at module level or inside a function (a lazy import still ties the two modules
 together), and `from pkg import name` counts as importing `pkg.name` when that is a module. A cycle is
@@ -14,54 +14,12 @@ Prints one cycle per line, or "no import cycles"; exits 1 when there is a cycle.
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 from pathlib import Path
 
+from inquire_lib.runs.imports import import_graph
+
 REPO = Path(__file__).resolve().parents[1]
-
-
-def module_names(root: Path, package: str) -> dict[str, Path]:
-    """Every module of `package` (a folder under `root`) by dotted name; a package by its `__init__.py`."""
-    out = {}
-    for path in sorted((root / package).rglob("*.py")):
-        parts = path.relative_to(root).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
-
-
-def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
-    """The dotted names one import statement of `module` may load."""
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if not isinstance(node, ast.ImportFrom):
-        return []
-    if node.level:
-        # `from . import x` in a package's __init__ is relative to the package itself
-        base = module.split(".") if is_package else module.split(".")[:-1]
-        base = base[: len(base) - (node.level - 1)]
-        origin = ".".join(base + ([node.module] if node.module else []))
-    else:
-        origin = node.module or ""
-    return [origin] + [f"{origin}.{alias.name}" for alias in node.names]
-
-
-def import_graph(root: Path, package: str) -> dict[str, set[str]]:
-    """module -> the modules of the same package it imports (anywhere in its source)."""
-    modules = module_names(root, package)
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        tree = ast.parse(path.read_text(), filename=str(path))
-        is_package = path.name == "__init__.py"
-        targets = set()
-        for node in ast.walk(tree):
-            for target in _imported(node, name, is_package):
-                if target in modules:
-                    targets.add(target)
-        graph[name] = targets
-    return graph
 
 
 def collapse(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:

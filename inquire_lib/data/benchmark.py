@@ -24,6 +24,7 @@ from PIL import Image
 
 from ..agent.questions import Need
 from ..profiles import TEST_FRACTION, Profile, split_sizes
+from ..runs.imports import import_graph, reachable
 from ..runs.integrity import check_cache, sha256_file
 from ..runs.keys import settings_key
 from ..runs.paths import atomic_dir, cache_dir
@@ -213,24 +214,14 @@ def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
 
 
 def generator_modules() -> tuple[str, ...]:
-    """The modules whose code makes the data: this one and what it imports from `world` and `agent`, followed
-    through their own imports (read from their source, so a new import is followed without a list to keep)."""
-    import ast
-
+    """The modules whose code makes the data: this one and what it imports from `world`, `agent` and `data`,
+    followed through their own imports (`runs.imports`: read from the source, so a new import is followed
+    without a list to keep)."""
     package = Path(__file__).resolve().parents[1]
-    seen, todo = set(), [f"{__package__.split('.')[0]}.data.benchmark"]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        here = name.split(".")
-        for node in ast.walk(ast.parse(_module_file(package, name).read_text())):
-            if isinstance(node, ast.ImportFrom) and node.level:
-                target = ".".join(here[: len(here) - node.level] + ([node.module] if node.module else []))
-                if target.split(".")[1:2] in (["world"], ["agent"], ["data"]):
-                    todo.append(target)
-    return tuple(sorted(seen))
+    name = package.name
+    rooms = {f"{name}.{room}" for room in ("world", "agent", "data")}
+    makes = lambda module: ".".join(module.split(".")[:2]) in rooms  # noqa: E731
+    return tuple(sorted(reachable(import_graph(package.parent, name), f"{name}.data.benchmark", makes)))
 
 
 def _module_file(package: Path, name: str) -> Path:

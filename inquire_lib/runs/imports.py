@@ -1,0 +1,61 @@
+"""The library's import graph, read from its source with `ast`: what the import-cycle check walks, and what the
+data's content key follows to find the code that makes the data (`data.benchmark.generator_modules`).
+
+Every import counts, at module level or inside a function (a lazy import still ties the two modules together),
+and `from pkg import name` counts as importing `pkg.name` when that is a module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+
+def module_names(root: Path, package: str) -> dict[str, Path]:
+    """Every module of `package` (a folder under `root`) by dotted name; a package by its `__init__.py`."""
+    out = {}
+    for path in sorted((Path(root) / package).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    """The dotted names one import statement of `module` may load."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    if node.level:
+        # `from . import x` in a package's __init__ is relative to the package itself
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        origin = ".".join(base + ([node.module] if node.module else []))
+    else:
+        origin = node.module or ""
+    return [origin] + [f"{origin}.{alias.name}" for alias in node.names]
+
+
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """module -> the modules of the same package it imports (anywhere in its source)."""
+    modules = module_names(root, package)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        is_package = path.name == "__init__.py"
+        graph[name] = {t for node in ast.walk(tree) for t in _imported(node, name, is_package) if t in modules}
+    return graph
+
+
+def reachable(graph: dict[str, set[str]], start: str, within=lambda module: True) -> set[str]:
+    """`start` and every module it reaches through imports, following only the modules `within` keeps."""
+    seen, todo = set(), [start]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(t for t in graph.get(name, ()) if within(t))
+    return seen
