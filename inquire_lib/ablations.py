@@ -1,10 +1,10 @@
-"""Ablations (notebook 07): one switch at a time against the recipe it belongs to, several training
+"""Ablations: one switch at a time against the recipe it belongs to, several training
 seeds, each point measured at step level (test split) and task level (held-out tasks, online), and
 the effect of each switch as a difference from its reference with an interval over seeds and items
 (`evaluation.effects`).
 
 A point is (variant, training seed): `run_point` trains it with the profile's ablation budget and
-evaluates it; notebook 07 runs one papermill execution of `notebooks/ablations/ablation_point.ipynb`
+evaluates it; the ablations notebook runs one papermill execution of `notebooks/ablations/ablation_point.ipynb`
 per point (`runs.notebooks.sweep`, which reuses finished points and runs `parallel_runs` points at
 once, the points of one `lane` in order). Groups and their references:
 

@@ -321,7 +321,9 @@ def _ship(args) -> int:
     if source is None:
         raise UsageError(f"{out_dir}: no finished result and no complete checkpoint to ship")
     source = Path(source)
-    share = profile.sft_inquiry_share if args.stage == "sft_full" else profile.weak_inquiry_share  # as notebook 02
+    share = (
+        profile.sft_inquiry_share if args.stage == "sft_full" else profile.weak_inquiry_share
+    )  # as the SFT notebook does
     trained = json.loads((final / "inquire_train.json").read_text()) if source == final else {}
     state = json.loads((source / "trainer_state.json").read_text()) if (source / "trainer_state.json").exists() else {}
     per_step = profile.sft_batch  # the global batch of one optimizer step (accumulation splits it)
@@ -531,7 +533,7 @@ def _parser() -> argparse.ArgumentParser:
     rep.set_defaults(fn=_report)
     su = sub.add_parser("summary", help="print a run's step, task and wall-time tables as Markdown", parents=[debug])
     su.add_argument("run_dir")
-    su.add_argument("--ablations", action="store_true", help="list notebook 07's ablation points in the tables too")
+    su.add_argument("--ablations", action="store_true", help="list the ablations notebook's points in the tables too")
     su.set_defaults(fn=_summary)
     pr = sub.add_parser("profile", help="print a profile's settings", parents=[debug])
     pr.add_argument("name")

@@ -34,12 +34,12 @@ AFFECTS: dict[str, str] = {
     "checkpoints": "every stage's training: the model, numerics and seeds all stages share",
     "sft": "stage 1 (SFT: sft_weak, sft_full)",
     "dagger": "stage 1b (DAgger rounds from full SFT and their equal-compute control)",
-    "grpo": "stage 2 (action-level GRPO) and its checkpoint choice; notebook 03 records these "
+    "grpo": "stage 2 (action-level GRPO) and its checkpoint choice; the GRPO notebook records these "
     "(`training.configs.GRPO_SETTINGS`)",
     "task_grpo": "stage 3 (task-level GRPO in PhoneEnv)",
     "eval": "the settings in every evaluation's read-back key (`runs.readback.EVAL_SETTINGS`): prompt, image "
     "size, decoding, numerics; the items evaluated are keyed by their content instead",
-    "ablations": "notebook 07's ablation points",
+    "ablations": "the ablations notebook's points",
     "run": "how a run executes and what it writes beside its results: threads, processes, memory, time "
     "limits, names, figure files",
 }
@@ -512,7 +512,8 @@ class Profile:
     # the stage's own run (`grpo_weak`, the checkpoint later notebooks use) and `grpo_weak_s1`, ... with the
     # training seed + 1, ...; each chosen on validation
     grpo_seeds: int = field(
-        default=1, metadata={"help": "training seeds of each GRPO stage in notebook 03's table", "affects": ("grpo",)}
+        default=1,
+        metadata={"help": "training seeds of each GRPO stage in the GRPO notebook's table", "affects": ("grpo",)},
     )
     # two runs side by side on 2 cores, each on one thread, cost about what one costs alone (docs/lab/log.md)
     parallel_runs: int = field(
@@ -694,7 +695,7 @@ class Profile:
             "affects": ("data", "grpo"),
         },
     )
-    # --- ablations (notebook 07): training budget of each variant, same for all ---
+    # --- ablations: training budget of each variant, same for all ---
     ablation_sft_steps: int = field(
         default=60, metadata={"help": "SFT steps of each ablation variant", "affects": ("ablations",)}
     )
@@ -751,7 +752,7 @@ PROFILE_ORDER = ("smoke", "cpu", "gpu", "quick", "small")
 PROFILES: dict[str, Profile] = {}
 # what each profile can and cannot show (its recipe's `purpose`); the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {}
-# the ablation variants (notebook 07, `ablations.VARIANTS`) of a profile that runs fewer than all of them (its
+# the ablation variants (`ablations.VARIANTS`) of a profile that runs fewer than all of them (its
 # recipe's `ablations`); the others are skipped with the reason
 ABLATION_GRIDS: dict[str, tuple[str, ...]] = {}
 

@@ -79,7 +79,7 @@ def test_summary_tables_carry_every_checkpoint_in_training_order(tmp_path):
     assert "0.03 (0.01-0.07) 5/160" in task and task.count(" - ") == 6
     assert "| 02_sft_qlora | ok | 10.0 |" in text and "| 03_grpo_action_level | failed | 1.5 |" in text
     assert "| total |  | 11.5 |" in text
-    assert "abl_sft_no_think_s0 |" not in text and "(1 ablation points of notebook 07 not shown" in text
+    assert "abl_sft_no_think_s0 |" not in text and "(1 ablation points not shown" in text
     assert "| abl_sft_no_think_s0 | 3 |" in summary(tmp_path, ablations=True)
 
 

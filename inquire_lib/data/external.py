@@ -31,7 +31,7 @@ from ..runs.bounds import MAX_PIXELS, LineTooLong, iter_lines, number_problem
 
 TASKS = "tasks"
 GRPO = "grpo"
-# real-format records of the InquireMobile release, shipped with the package (notebook 01 shows them)
+# real-format records of the InquireMobile release, shipped with the package (the benchmark notebook shows them)
 SAMPLES_DIR = Path(__file__).resolve().parent / "samples" / "inquiremobile"
 
 # Raw category values of the released tasks; InquireMobile spells the intent category "intension".

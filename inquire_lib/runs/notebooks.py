@@ -60,7 +60,7 @@ TRACKED_PACKAGES = (
 _PAPERMILL_TAGS = {"injected-parameters", "papermill-error-cell-tag"}
 
 # Executed notebooks keep no widget state: each plotly FigureWidget of the inspector carries plotly.js
-# in its state (about 5 MB, three of them in notebook 06) and a live widget needs a kernel anyway.
+# in its state (about 5 MB, three of them in the inspection notebook) and a live widget needs a kernel anyway.
 # Every figure is also stored as a static image (`pipeline.show_fig`), which is what a notebook
 # opened without a kernel shows.
 STORE_WIDGET_STATE = False

@@ -1,6 +1,6 @@
 """Evaluations read back instead of rerun.
 
-A run evaluates the same checkpoint on the same items more than once (notebook 05 re-scores what
+A run evaluates the same checkpoint on the same items more than once (the evaluation notebook re-scores what
 02-04 scored; DAgger's round table and stage 3 play the same held-out tasks). An evaluation's
 metrics file records a key: a sha256 over what decides its result, namely the model's content (its
 weights and configs, `training.models.model_digest`), the items (every step record, screenshot bytes

@@ -53,7 +53,7 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-ABLATION_PREFIX = "abl_"  # notebook 07's points (`ablations.point_name`): tables of their own there
+ABLATION_PREFIX = "abl_"  # the ablation points (`ablations.point_name`): tables of their own there
 
 
 def _chain(metrics: list[dict], ablations: bool) -> list[dict]:
@@ -120,8 +120,8 @@ def _manifest(run_dir: str | Path) -> dict:
 
 
 def summary(run_dir: str | Path, ablations: bool = False) -> str:
-    """The run's header line (profile, run name, git sha) and its three tables, as Markdown; notebook
-    07's ablation points are left out of the tables unless `ablations` (a line says how many)."""
+    """The run's header line (profile, run name, git sha) and its three tables, as Markdown; the
+    ablation points are left out of the tables unless `ablations` (a line says how many)."""
     run_dir = Path(run_dir)
     if not (run_dir / "metrics").is_dir() and not (run_dir / "manifest.json").exists():
         raise FileNotFoundError(f"{run_dir}: not a run folder (no metrics/ and no manifest.json)")
@@ -143,5 +143,5 @@ def summary(run_dir: str | Path, ablations: bool = False) -> str:
     ]
     hidden = {m["checkpoint"] for m in step + task if str(m.get("checkpoint", "")).startswith(ABLATION_PREFIX)}
     if hidden and not ablations:
-        parts.insert(1, f"({len(hidden)} ablation points of notebook 07 not shown: `--ablations` lists them)")
+        parts.insert(1, f"({len(hidden)} ablation points not shown: `--ablations` lists them)")
     return "\n\n".join(parts) + "\n"

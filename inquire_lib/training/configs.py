@@ -22,7 +22,7 @@ from pathlib import Path
 from ..profiles import Profile, fields_affecting
 from .devices import batch_kwargs, vllm_kwargs
 
-# the profile fields that shape stage 2 (notebook 03 shows and records them): the GRPOConfig's
+# the profile fields that shape stage 2 (the GRPO notebook shows and records them): the GRPOConfig's
 # inputs, the rewards' penalties, the prompt mix and the checkpoint choice on validation, as their
 # metadata says (`profiles.AFFECTS`)
 GRPO_SETTINGS = fields_affecting("grpo")

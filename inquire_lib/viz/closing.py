@@ -4,7 +4,9 @@ what they cannot show at this run's size.
 Everything is read from the notebook's own metrics JSON (`metrics/<notebook>.json`, whose manifest holds
 the effective profile) and the run's metric files beside it (`metrics/step_*.json`, `task_*.json`,
 `eval/<checkpoint>/step_predictions.jsonl`); nothing is evaluated again and no sentence is written ahead
-of the numbers, so the text cannot go stale. `summary(path)` returns Markdown; `show(path)` displays it.
+of the numbers, so the text cannot go stale. `summary(path, subject)` returns Markdown; `show(path, subject)`
+displays it. The subject is what a notebook measures (`SUMMARIES`: the benchmark, SFT, GRPO, ...), named by the
+notebook's closing cell; the library knows no notebook by its number.
 
 Rates print as `0.20 (0.08-0.42) 4/20`: the value, its Wilson 95% interval and the counts behind it. Two
 rates are called apart only when their intervals do not overlap; otherwise a difference is "not resolved
@@ -115,7 +117,7 @@ def _size(settings: dict) -> str:
     )
 
 
-# ----------------------------------------------------------------------------------- per notebook
+# ------------------------------------------------------------------------------------ per subject
 def _splits(settings: dict) -> str:
     """The real split sizes of the profile's benchmark, read from the settings a notebook recorded."""
     n = settings.get("benchmark_tasks")
@@ -125,7 +127,7 @@ def _splits(settings: dict) -> str:
     return f"{sizes['train']} training + {sizes['test']} test"
 
 
-def _nb01(body: dict, run: Path, s: dict) -> str:
+def _benchmark(body: dict, run: Path, s: dict) -> str:
     stats = body.get("stats", {})
     head = [
         f"{body.get('n_tasks')} tasks ({_splits(s)}), "
@@ -144,7 +146,9 @@ def _nb01(body: dict, run: Path, s: dict) -> str:
         "The benchmark is generated, not sampled: its counts are exact for this seed, so they carry no "
         "interval, and the fingerprint identifies every byte (the same fingerprint, the same data)."
     ]
-    cannot = ["Nothing about a model: no checkpoint is trained or evaluated here (notebooks 02-05 do)."]
+    cannot = [
+        "Nothing about a model: no checkpoint is trained or evaluated here (the training and evaluation notebooks do)."
+    ]
     if tasks and inquiry and s.get("eval_tasks"):
         due = max(round(s["eval_tasks"] * inquiry / tasks), int(s.get("eval_inquiry_steps") or 0))
         hw = half_width(wilson(due // 2, due)) if due else None
@@ -156,7 +160,7 @@ def _nb01(body: dict, run: Path, s: dict) -> str:
     return _lines(head, shows, cannot)
 
 
-def _nb02(body: dict, run: Path, s: dict) -> str:
+def _sft(body: dict, run: Path, s: dict) -> str:
     o = body.get("overall", {})
     names = [n for n in ("base_agent", "sft_weak", "sft_full") if n in o]
     head = [
@@ -208,7 +212,7 @@ def _nb02(body: dict, run: Path, s: dict) -> str:
     return _lines(head, shows, cannot)
 
 
-def _nb03(body: dict, run: Path, s: dict) -> str:
+def _grpo(body: dict, run: Path, s: dict) -> str:
     o = body.get("stages", {})
     pairs = [(a, b) for a, b in (("sft_weak", "grpo_weak"), ("sft_full", "grpo_full")) if a in o and b in o]
     head = [
@@ -241,13 +245,17 @@ def _nb03(body: dict, run: Path, s: dict) -> str:
     n_isr = next((o[b]["inquiry_recall"].get("n") for _, b in pairs if o[b].get("inquiry_recall")), None)
     cannot.append(
         f"GRPO ran {s.get('grpo_steps')} steps with {s.get('grpo_seeds')} training seed(s) and its step ISR "
-        f"stands on {n_isr} inquiry steps; the recipe's claim (+40 points of step ISR from the weak "
-        "inquirer, every seed +30) needs the cpu profile's 300 steps, 3 seeds and 200 inquiry steps."
+        f"stands on {n_isr} inquiry steps"
+        + (
+            "; with one seed an interval covers the test items, not the run-to-run spread."
+            if (s.get("grpo_seeds") or 1) < 2
+            else "."
+        )
     )
     return _lines(head, shows, cannot)
 
 
-def _nb04(body: dict, run: Path, s: dict) -> str:
+def _task_grpo(body: dict, run: Path, s: dict) -> str:
     t = body.get("task_level", {})
     names = [n for n in ("sft_full", "grpo_full", "grpo_task") if n in t]
     head = [
@@ -267,13 +275,12 @@ def _nb04(body: dict, run: Path, s: dict) -> str:
         )
     cannot.append(
         f"Stage 3 ran {s.get('task_grpo_steps')} task-level steps of {s.get('task_num_generations')} episodes "
-        f"per task; whether multi-turn GRPO adds success needs far more steps than any CPU profile "
-        f"gives (on cpu, 10 steps change task SR by +0.4 points, interval -0.8 to +1.7)."
+        f"per task, one run: a change in task SR inside its interval is no measured effect, not no effect."
     )
     return _lines(head, shows, cannot)
 
 
-def _nb05(body: dict, run: Path, s: dict) -> str:
+def _evaluation(body: dict, run: Path, s: dict) -> str:
     step = {
         m["checkpoint"]: m["overall"]
         for m in load_metrics(run, "step")
@@ -313,11 +320,11 @@ def _nb05(body: dict, run: Path, s: dict) -> str:
             for r in c["tasks"]
         )
         asking.append(f"{c['verdict']} Online at each family's validation point: {online}.")
-    title = "**When to ask, learned against a confidence threshold** (figures `05_asking_<agent>`):"
+    title = "**When to ask, learned against a confidence threshold** (the asking figures above):"
     widest = max((half_width(step[n].get("inquiry_recall")) or 0 for n in trained), default=0)
     cannot.append(
-        f"On {_size(s)} a step ISR interval is up to +-{widest:.0f} points wide, so checkpoints a few points "
-        "apart are not told apart; the cpu profile's 160 tasks and 200 inquiry steps narrow it to about +-7."
+        f"On {_size(s)} a step ISR interval is up to +-{widest:.0f} points wide, so checkpoints closer than "
+        "that are not told apart."
     )
     return _lines(head, shows, cannot, [(title, asking)] if asking else ())
 
@@ -327,7 +334,7 @@ def _preds(run: Path, name: str) -> list[dict]:
     return [rec for _, rec in read_jsonl(path)] if path.exists() else []
 
 
-def _nb06(body: dict, run: Path, s: dict) -> str:
+def _inspection(body: dict, run: Path, s: dict) -> str:
     outcomes, n_steps = body.get("outcomes", {}), body.get("n_steps", {})
     pair = [n for n in body.get("pair", []) if n]
     head = []
@@ -348,15 +355,15 @@ def _nb06(body: dict, run: Path, s: dict) -> str:
         "column of its own, so there the outcome columns add up to the test steps."
     ]
     cannot = [
-        "The counts are of one run's predictions; whether one checkpoint beats another is notebook "
-        "05's intervals, not these counts."
+        "The counts are of one run's predictions; whether one checkpoint beats another is for the evaluation's "
+        "intervals, not these counts."
     ]
     if pair and all(outcomes.get(n, {}).get("correct", 0) == 0 for n in pair):
         cannot.insert(0, _zero_note(s, "correct count"))
     return _lines(head, shows, cannot)
 
 
-def _nb07(body: dict, run: Path, s: dict) -> str:
+def _ablations(body: dict, run: Path, s: dict) -> str:
     effects = [e for e in body.get("effects", []) if e.get("effect") is not None]
     seeds = body.get("seeds", [])
     counts = body.get("counts", {})
@@ -391,25 +398,35 @@ def _nb07(body: dict, run: Path, s: dict) -> str:
     return _lines(head, shows, cannot)
 
 
-_BY_NOTEBOOK = {"01": _nb01, "02": _nb02, "03": _nb03, "04": _nb04, "05": _nb05, "06": _nb06, "07": _nb07}
+# what a notebook measures -> its summary; the notebook's closing cell names its subject
+SUMMARIES = {
+    "benchmark": _benchmark,
+    "sft": _sft,
+    "grpo": _grpo,
+    "task_grpo": _task_grpo,
+    "evaluation": _evaluation,
+    "inspection": _inspection,
+    "ablations": _ablations,
+}
 
 
-def summary(path: str | Path) -> str:
-    """The closing summary of the notebook whose metrics JSON is `path` (`metrics/<notebook>.json`), as
-    Markdown: headline numbers with intervals, then what they show and cannot show at this size."""
+def summary(path: str | Path, subject: str) -> str:
+    """The closing summary of `subject` (a key of `SUMMARIES`) read from the notebook metrics JSON `path`
+    (`metrics/<notebook>.json`), as Markdown: headline numbers with intervals, then what they show and cannot
+    show at this size."""
     path = Path(path)
+    render = SUMMARIES.get(subject)
+    if render is None:
+        raise KeyError(f"{path}: no closing summary about {subject!r} (one of {', '.join(SUMMARIES)})")
     body = json.loads(path.read_text())
     settings = (body.get("manifest") or {}).get("settings") or {}
     notebook = str(body.get("notebook", path.stem))
-    render = _BY_NOTEBOOK.get(notebook[:2])
-    if render is None:
-        raise KeyError(f"{path}: no closing summary for notebook {notebook!r}")
     return f"### {notebook}: what this run measured\n\n" + render(body, path.parent.parent, settings)
 
 
-def show(path: str | Path) -> None:
-    """Display `summary(path)` as Markdown (plain text outside IPython)."""
-    text = summary(path)
+def show(path: str | Path, subject: str) -> None:
+    """Display `summary(path, subject)` as Markdown (plain text outside IPython)."""
+    text = summary(path, subject)
     try:
         from IPython.display import Markdown, display
     except ImportError:  # pragma: no cover - IPython ships with the notebooks' stack

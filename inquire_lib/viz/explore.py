@@ -1,4 +1,4 @@
-"""Tables and plotly figures for exploring InquireBench (notebook 01).
+"""Tables and plotly figures for exploring InquireBench.
 
 Everything here is a pure function of a generated `DatasetDict` (see `inquire_lib.data.benchmark`), its
 `stats`, or InquireMobile's sample files; nothing draws on a model. Figures are written by `pipeline.save_fig`.
@@ -585,7 +585,7 @@ def metrics(
     figures: dict,
     build_s: float | None = None,
 ) -> dict:
-    """What notebook 01 measured: benchmark size, fingerprint and stats, trajectory and prompt
+    """What the benchmark notebook measured: benchmark size, fingerprint and stats, trajectory and prompt
     lengths, what InquireMobile's samples held, the figures written (`pipeline.write_notebook_metrics`
     adds the notebook's name and the run manifest)."""
     frames = samples["frames"]["frame"].value_counts().to_dict()

@@ -145,7 +145,7 @@ def metrics_bars(all_metrics: list[dict], keys=METRICS, title: str = "step-level
         )
         return fig
     # many: horizontal bars, one panel per rate side by side, every checkpoint named once on the shared axis,
-    # the recipe's checkpoints first, then the references, then notebook 07's ablation points (lines between)
+    # the recipe's checkpoints first, then the references, then the ablations notebook's points (lines between)
     refs = {"expert", "always_act", "always_ask", "random"}
     group = lambda n: 2 if n.startswith("abl_") else 1 if n in refs else 0
     ordered = sorted(all_metrics, key=lambda m: group(m["checkpoint"]))  # stable: keeps the order within a group

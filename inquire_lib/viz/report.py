@@ -20,6 +20,7 @@ from . import overlays as viz
 from ..evaluation.metrics import step_rates
 from ..runs.paths import write_text_atomic
 from ..runs.records import PredictionFormatError, inspection_order
+from ..runs.summary import ABLATION_PREFIX
 from .inspector import load_run
 
 _OUTCOME_RANK = {o: i for i, o in enumerate(viz.FAILURES + ("correct",))}
@@ -161,11 +162,8 @@ def _rate(m: dict | None) -> str:
     return f"<td>{m['value']:.2f} <span class='note'>({m['lo']:.2f}-{m['hi']:.2f})</span></td>"
 
 
-ABLATION_PREFIX = "abl_"  # notebook 07's points (`ablations.point_name`), grouped apart from the recipe's checkpoints
-
-
 def split_ablations(checkpoints: list[str]) -> tuple[list[str], list[str]]:
-    """(the recipe's checkpoints and the references, notebook 07's ablation points), each in the given order."""
+    """(the recipe's checkpoints and the references, the ablations notebook's points), each in the given order."""
     return (
         [c for c in checkpoints if not c.startswith(ABLATION_PREFIX)],
         [c for c in checkpoints if c.startswith(ABLATION_PREFIX)],
@@ -201,7 +199,7 @@ def summary_html(preds: list[dict], checkpoints: list[str], shown: dict[str, int
     rows = [row(c) for c in main]
     if points:
         rows.append(
-            f"<tr class='group'><th colspan='{width}'>ablation points of notebook 07 ({len(points)}: "
+            f"<tr class='group'><th colspan='{width}'>ablation points ({len(points)}: "
             "abl_&lt;variant&gt;_s&lt;training seed&gt;, each trained on the ablation budget and measured "
             "against its reference)</th></tr>"
         )
@@ -353,7 +351,7 @@ def write_report(
         buttons.append("<br><button data-kind='checkpoint' data-value='all'>all checkpoints</button>")
         buttons += [button(c) for c in main]
         if points:
-            buttons.append("<br><span class='note'>ablation points (notebook 07):</span>")
+            buttons.append("<br><span class='note'>ablation points:</span>")
             buttons += [button(c) for c in points]
 
     images: dict[str, str] = {}  # screenshot key -> data URI, each stored once
