@@ -2,7 +2,7 @@
 
 It hands on the stages a notebook runs (`stages`: train a stage, evaluate a named checkpoint, DAgger's
 rounds, a GRPO stage over seeds; each one call) and holds only what a notebook does around them: its
-profile (`profile_of`), its figures (`save_fig`, `show_fig`), its metrics file and the saved metrics it
+profile (`profile_of`), its figures (`show_fig`), its metrics file and the saved metrics it
 reads back. It also hands on the modules a notebook draws from:
 
 | name            | module                     | used by notebooks |
@@ -83,7 +83,6 @@ __all__ = [  # what the notebooks use
     "report",
     "viz",
     "profile_of",
-    "save_fig",
     "write_notebook_metrics",
     "grpo_settings",
     "select_checkpoint",
@@ -124,19 +123,19 @@ def load_predictions(profile: Profile, name: str, out_root=None) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def save_fig(fig, profile: Profile, name: str) -> dict:
+def _save_fig(fig, profile: Profile, name: str) -> dict:
     """HTML always (sharing one plotly.min.js per folder), PNG where a Chrome exists and the profile
     asks for it (the smoke profile does not: CI time)."""
     return viz.save_figure(fig, figures_dir(profile) / name, png=profile.export_png, shared_js=True)
 
 
 def show_fig(fig, profile: Profile, name: str, into: dict | None = None) -> None:
-    """Save the figure (`save_fig`) and display it both ways: interactive in JupyterLab, and as the
+    """Save the figure (`_save_fig`) and display it both ways: interactive in JupyterLab, and as the
     PNG just written, so an executed notebook opened outside Jupyter shows it too. `into[name]`
     receives the written paths when given."""
     from IPython.display import display
 
-    paths = save_fig(fig, profile, name)
+    paths = _save_fig(fig, profile, name)
     if into is not None:
         into[name] = paths
     display(viz.figure_bundle(fig, paths["png"]), raw=True)

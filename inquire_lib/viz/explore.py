@@ -1,7 +1,7 @@
 """Tables and plotly figures for exploring InquireBench.
 
 Everything here is a pure function of a generated `DatasetDict` (see `inquire_lib.data.benchmark`), its
-`stats`, or InquireMobile's sample files; nothing draws on a model. Figures are written by `pipeline.save_fig`.
+`stats`, or InquireMobile's sample files; nothing draws on a model. Figures are written by `pipeline.show_fig`.
 """
 
 from __future__ import annotations
