@@ -93,8 +93,11 @@ def int8_dynamic(model):
     return quantize_dynamic(model, spec, dtype=torch.qint8, inplace=True), len(spec)
 
 
-def openvino_engine(profile, checkpoint, records, naive: list[str], ours: list[str], threads: int) -> dict:
-    """The OpenVINO engine on `records`, compared with the answers naive generate and ours gave."""
+def openvino_engine(
+    profile, checkpoint, records, naive: list[str], ours: list[str], threads: int, precision: str = "f32"
+) -> dict:
+    """The OpenVINO engine computing in `precision` on `records`, compared with the answers naive generate
+    and ours gave."""
     from inquire_lib.evaluation.engine import open_engine
     from inquire_lib.evaluation.steps import generate
     from inquire_lib.training.models import load_processor, model_path
@@ -103,7 +106,7 @@ def openvino_engine(profile, checkpoint, records, naive: list[str], ours: list[s
     export, export_s = timed(partial(export_openvino, profile, checkpoint))
     processor = load_processor(model_path(profile), profile)
     engine, open_s = timed(
-        partial(open_engine, export["folder"], export["key"], processor.tokenizer.eos_token_id, threads)
+        partial(open_engine, export["folder"], export["key"], processor.tokenizer.eos_token_id, threads, precision)
     )
     outs, seconds = timed(partial(generate, engine, processor, records, profile, progress=False))
     from inquire_lib.agent.actions import parse_completion
@@ -112,6 +115,7 @@ def openvino_engine(profile, checkpoint, records, naive: list[str], ours: list[s
         "seconds": round(seconds, 2),
         "steps_per_s": round(len(records) / seconds, 4),
         "weights": "fp32",
+        "precision": engine.precision,
         "kv_cache_precision": engine.kv_cache_precision,
         "threads": threads,
         "parsed": sum(parse_completion(o).action is not None for o in outs),
@@ -143,6 +147,7 @@ def run(
     overrides=(),
     engine: str = "ours",
     openvino: bool = True,
+    precisions=("f32",),
 ) -> dict:
     import torch
 
@@ -202,8 +207,8 @@ def run(
         "required_ratio": REQUIRED_RATIO,
         "identical_answers": sum(a == b for a, b in zip(naive, ours)),
     }
-    if openvino:
-        ov = openvino_engine(profile, checkpoint, records, naive, ours, threads)
+    for precision in precisions if openvino else ():
+        ov = openvino_engine(profile, checkpoint, records, naive, ours, threads, precision)
         ov["vs_naive"] = round(naive_s / ov["seconds"], 3)
         ov["vs_ours"] = round(ours_s / ov["seconds"], 3)
         ov["required"] = ENGINE_REQUIRED
@@ -212,18 +217,20 @@ def run(
             and ov["vs_ours"] >= ENGINE_REQUIRED["vs_ours"]
             and ov["identical_to_naive"] >= ENGINE_REQUIRED["identical_share"] * len(records)
         )
-        result["openvino"] = ov
+        # the first precision asked for is the run's engine; each other one is kept beside it
+        result["openvino" if precision == precisions[0] else f"openvino_{precision}"] = ov
     print(
         f"naive {result['naive']['steps_per_s']} steps/s, ours {result['ours']['steps_per_s']} steps/s: "
         f"x{result['ratio']} on {result['cpu_kind']}; {result['identical_answers']}/{len(records)} identical; "
         f"decode {result['ours']['decode_share']:.0%} of ours"
     )
-    if openvino:
+    for key in [k for k in result if k.startswith("openvino")]:
+        ov = result[key]
         print(
-            f"openvino {ov['steps_per_s']} steps/s: x{ov['vs_naive']} naive, x{ov['vs_ours']} ours; "
-            f"{ov['identical_to_naive']}/{len(records)} identical to naive (fp32), {ov['identical_to_ours']} to ours; "
-            f"export {'built' if ov['export']['built'] else 'reused'} in {ov['export']['seconds']} s, "
-            f"{ov['export']['bytes'] / 1e6:.0f} MB"
+            f"openvino ({ov['precision']}) {ov['steps_per_s']} steps/s: x{ov['vs_naive']} naive, x{ov['vs_ours']} "
+            f"ours; {ov['identical_to_naive']}/{len(records)} identical to naive (fp32), {ov['identical_to_ours']} "
+            f"to ours ({result['ours']['dtype']}); export {'built' if ov['export']['built'] else 'reused'} in "
+            f"{ov['export']['seconds']} s, {ov['export']['bytes'] / 1e6:.0f} MB"
         )
     return result
 
@@ -248,6 +255,13 @@ def main() -> None:
     )
     ap.add_argument(
         "--no-openvino", dest="openvino", action="store_false", help="leave the OpenVINO engine out of the run"
+    )
+    ap.add_argument(
+        "--engine-precision",
+        nargs="+",
+        default=["f32"],
+        choices=("f32", "bf16"),
+        help="what the OpenVINO engine computes in, each measured in turn (the first is the run's engine)",
     )
     ap.add_argument(
         "--out",
@@ -275,6 +289,7 @@ def main() -> None:
         args.overrides,
         args.engine,
         args.openvino,
+        tuple(args.engine_precision),
     )
     # a run with the engine keeps a file of its own, beside the HF-only one that docs/lab/small.md cites
     suffix = "".join(f".{e}" for e in ([args.engine] if args.engine != "ours" else []) + ["openvino"] * args.openvino)

@@ -70,6 +70,7 @@ class OpenVINOEngine:
     eos_token_id: int
     threads: int
     kv_cache_precision: str
+    precision: str = "f32"
     engine: str = "openvino"
 
     def generate(self, prompts: list[str], images: list[list], max_new_tokens: int, repetition_penalty: float):
@@ -98,9 +99,17 @@ class OpenVINOEngine:
         return [r.texts[0] for r in results]
 
 
-def open_engine(folder: str | Path, key: str, eos_token_id: int, threads: int = 0) -> OpenVINOEngine:
+PRECISIONS = ("f32", "bf16")
+
+
+def open_engine(
+    folder: str | Path, key: str, eos_token_id: int, threads: int = 0, precision: str = "f32"
+) -> OpenVINOEngine:
     """The export in `folder` as a continuous-batching pipeline on the CPU, after `export_problem` finds
-    nothing; `threads` 0: OpenVINO's own choice (every core)."""
+    nothing; `threads` 0: OpenVINO's own choice (every core). `precision`: what the language model computes
+    in (`INFERENCE_PRECISION_HINT`, one of `PRECISIONS`; bf16 only pays where the CPU has it natively)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"engine precision {precision!r}: one of {', '.join(PRECISIONS)}")
     folder = Path(folder)
     problem = export_problem(folder, key)
     if problem is not None:
@@ -111,14 +120,14 @@ def open_engine(folder: str | Path, key: str, eos_token_id: int, threads: int = 
         raise ExportError(f"eval_engine openvino: {exc} (make install installs openvino-genai)") from None
     scheduler = openvino_genai.SchedulerConfig()
     scheduler.cache_size = CACHE_SIZE_GB
-    props = {"INFERENCE_PRECISION_HINT": "f32", "KV_CACHE_PRECISION": KV_CACHE_PRECISION}
+    props = {"INFERENCE_PRECISION_HINT": precision, "KV_CACHE_PRECISION": KV_CACHE_PRECISION}
     vision = {"INFERENCE_PRECISION_HINT": "f32"}
     if threads:
         props["INFERENCE_NUM_THREADS"] = vision["INFERENCE_NUM_THREADS"] = threads
     pipe = openvino_genai.ContinuousBatchingPipeline(
         str(folder), scheduler, "CPU", props, vision_encoder_properties=vision
     )
-    return OpenVINOEngine(folder, pipe, eos_token_id, threads, KV_CACHE_PRECISION)
+    return OpenVINOEngine(folder, pipe, eos_token_id, threads, KV_CACHE_PRECISION, precision)
 
 
 def is_engine(model) -> bool:
