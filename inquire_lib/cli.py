@@ -305,7 +305,7 @@ def _ship(args) -> int:
     from .runs.integrity import finished_output, last_complete_checkpoint, read_marker
     from .runs.paths import artifacts_dir, run_named_by_overrides
     from .training import shipped_stages
-    from .training.sft import base_agent_key
+    from .training.sft import base_agent_key, stage_inquiry_share
 
     profile = _profile_or_usage(args.profile)
     try:
@@ -321,9 +321,7 @@ def _ship(args) -> int:
     if source is None:
         raise UsageError(f"{out_dir}: no finished result and no complete checkpoint to ship")
     source = Path(source)
-    share = (
-        profile.sft_inquiry_share if args.stage == "sft_full" else profile.weak_inquiry_share
-    )  # as the SFT notebook does
+    share = stage_inquiry_share(profile, args.stage)
     trained = json.loads((final / "inquire_train.json").read_text()) if source == final else {}
     state = json.loads((source / "trainer_state.json").read_text()) if (source / "trainer_state.json").exists() else {}
     per_step = profile.sft_batch  # the global batch of one optimizer step (accumulation splits it)
@@ -568,7 +566,12 @@ def _parser() -> argparse.ArgumentParser:
         help="override a profile field, e.g. --set model=/models/Qwen2.5-VL-3B-Instruct",
     )
     t.add_argument("--max-steps", type=int, default=None)
-    t.add_argument("--inquiry-share", type=float, default=None, help="sft: share of inquiry steps kept")
+    t.add_argument(
+        "--inquiry-share",
+        type=float,
+        default=None,
+        help="sft: share of inquiry steps kept (default: weak_inquiry_share for --name sft_weak, else sft_inquiry_share)",
+    )
     t.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output folder")
     t.add_argument(
         "--rebuild", action="store_true", help="sft: train it here even where a result is shipped for these settings"

@@ -299,3 +299,19 @@ def test_interrupted_grpo_resumes_from_its_last_checkpoint(resumed):
     assert sorted(p.name for p in out.glob("checkpoint-*")) == ["checkpoint-1", "checkpoint-2", "checkpoint-3"]
     meta = json.loads((Path(res.path) / "inquire_train.json").read_text())
     assert meta["config"]["max_steps"] == 3 and meta["config"]["save_steps"] == 1
+
+
+def test_the_weak_run_keeps_the_weak_share_unless_told(monkeypatch, tmp_path):
+    """`inquire train sft --name sft_weak` trains the weak inquirer, not a second sft_full."""
+    from inquire_lib.training import sft as stage
+
+    monkeypatch.setenv("INQUIRE_ARTIFACTS", str(tmp_path))
+    shares = []
+    monkeypatch.setattr(stage, "_from_shipped", lambda *a: False)
+    monkeypatch.setattr(stage, "base_agent", lambda profile: None)
+    monkeypatch.setattr(stage, "_run_sft", lambda profile, **kw: shares.append(kw["inquiry_share"]))
+    smoke = get_profile("smoke")
+    assert smoke.weak_inquiry_share != smoke.sft_inquiry_share
+    for name, share in [("sft_weak", None), ("sft_full", None), ("sft_weak", 0.5), ("other", None)]:
+        stage.sft(smoke, name=name, inquiry_share=share)
+    assert shares == [smoke.weak_inquiry_share, smoke.sft_inquiry_share, 0.5, smoke.sft_inquiry_share]

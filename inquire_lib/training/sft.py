@@ -313,7 +313,7 @@ def sft(
     settings (`shipped_stages`) is installed instead of trained, and a shipped resume point is gone on
     from, unless `rebuild` (default: `name` in $INQUIRE_REBUILD, or "all" there) asks to train it here."""
     profile = get_profile(profile)
-    share = profile.sft_inquiry_share if inquiry_share is None else inquiry_share
+    share = stage_inquiry_share(profile, name) if inquiry_share is None else inquiry_share
     steps = max_steps or profile.sft_steps
     out_dir = artifacts_dir(profile) / name
     if start is None and train is None and not rebuilds(name, rebuild):
@@ -334,6 +334,12 @@ def sft(
         callbacks=callbacks,
         track=name,
     )
+
+
+def stage_inquiry_share(profile: Profile, name: str) -> float:
+    """The share of inquiry steps stage 1 keeps for the run `name`: the weak inquirer's (`weak_inquiry_share`)
+    for sft_weak, else every one the profile keeps (`sft_inquiry_share`)."""
+    return profile.weak_inquiry_share if name == "sft_weak" else profile.sft_inquiry_share
 
 
 def rebuilds(stage: str, rebuild: bool | None = None) -> bool:
