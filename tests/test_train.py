@@ -315,3 +315,27 @@ def test_the_weak_run_keeps_the_weak_share_unless_told(monkeypatch, tmp_path):
     for name, share in [("sft_weak", None), ("sft_full", None), ("sft_weak", 0.5), ("other", None)]:
         stage.sft(smoke, name=name, inquiry_share=share)
     assert shares == [smoke.weak_inquiry_share, smoke.sft_inquiry_share, 0.5, smoke.sft_inquiry_share]
+
+
+def test_a_resume_goes_on_only_from_a_checkpoint_of_its_own_settings(env):
+    """A stage's checkpoints and result record its content key; a resume under other settings is refused in one
+    line, never gone on from."""
+    from inquire_lib.runs.integrity import read_marker
+    from inquire_lib.training.fit import StaleCheckpoint
+    from inquire_lib.training.sft import run_key
+
+    out = Path(env) / "artifacts" / "smoke" / "sft_weak"
+    with pytest.raises(KeyboardInterrupt, match="interrupted at step 3"):
+        sft(PROFILE, name="sft_weak", max_steps=4, callbacks=[Interrupt(3)])
+    key = run_key(PROFILE, "sft_weak", 4, PROFILE.weak_inquiry_share)
+    assert read_marker(out / "checkpoint-2")["key"] == key and len(key) == 12
+    other = PROFILE.replace(sft_lr=2 * PROFILE.sft_lr)
+    assert run_key(other, "sft_weak", 4, PROFILE.weak_inquiry_share) != key
+    with pytest.raises(StaleCheckpoint) as refused:
+        sft(other, name="sft_weak", max_steps=4, resume=True)
+    assert str(refused.value).startswith(f"{out / 'checkpoint-2'}: made under settings key {key}, these settings'")
+    assert "\n" not in str(refused.value)
+    ran = Steps()
+    res = sft(PROFILE, name="sft_weak", max_steps=4, resume=True, callbacks=[ran])
+    assert ran.ran == [3, 4] and read_marker(res.path)["key"] == key
+    assert json.loads((Path(res.path) / "inquire_train.json").read_text())["key"] == key

@@ -40,21 +40,43 @@ class TrainResult:
     samples: list | None = None  # GRPO: the last generation batch with its rewards
 
 
-def fit(trainer, out_dir: Path, resume: bool, meta=None) -> tuple[Path, float]:
+class StaleCheckpoint(ValueError):
+    """A checkpoint made under other settings than the run resuming from it: `str()` is one line naming it."""
+
+
+def fit(trainer, out_dir: Path, resume: bool, meta=None, key: str | None = None) -> tuple[Path, float]:
     """Train (from the last *complete* checkpoint in `out_dir` when resuming), then write
     `out_dir/final`: the weights, `inquire_train.json` from `meta(folder, seconds)` and the
     completeness marker appear in one atomic step, so a kill part-way leaves no `final` at all.
     Every checkpoint the trainer saves gets its marker once fully written. Returns `final` and the
-    training seconds. One process at a time trains into `out_dir`: another stops at once (`runs.locks.Busy`)."""
+    training seconds. One process at a time trains into `out_dir`: another stops at once (`runs.locks.Busy`).
+    `key`: the content key of the settings that shape the run. Every checkpoint and `final` record it, and a
+    resume goes on only from a checkpoint of the same key (`StaleCheckpoint` otherwise)."""
     from ..runs import locks
 
     if not devices.is_main_process():  # the other processes of one distributed run follow the main one
-        return _fit(trainer, out_dir, resume, meta)
+        return _fit(trainer, out_dir, resume, meta, key)
     with locks.held(Path(out_dir) / locks.LOCK_NAME, f"training into {out_dir}"):
-        return _fit(trainer, out_dir, resume, meta)
+        return _fit(trainer, out_dir, resume, meta, key)
 
 
-def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
+def check_resume_key(checkpoint: str | None, key: str | None) -> None:
+    """Refuse, in one line, to go on from a checkpoint whose marker names another settings key than `key` (or
+    none: made before checkpoints carried one). Nothing to check without a checkpoint or a key."""
+    from ..runs.integrity import read_marker
+
+    if checkpoint is None or key is None:
+        return
+    made = (read_marker(checkpoint) or {}).get("key")
+    if made != key:
+        raise StaleCheckpoint(
+            f"{checkpoint}: made under settings key {made or 'unrecorded'}, these settings' key is {key}: "
+            "resume only what these settings made (train into another run with --set or --name, or set this "
+            "folder aside)"
+        )
+
+
+def _fit(trainer, out_dir: Path, resume: bool, meta, key: str | None) -> tuple[Path, float]:
     import json
     import time
 
@@ -67,9 +89,10 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
     if devices.is_main_process():
         discard_stale_temps(out_dir, "final")  # left by a run killed while publishing its final model
     checkpoint = last_checkpoint(out_dir) if resume else None
+    check_resume_key(checkpoint, key)
     # the seconds of the sittings before this one, as the checkpoint gone on from recorded them
     earlier = float((read_marker(checkpoint) or {}).get("seconds", 0.0)) if checkpoint else 0.0
-    trainer.add_callback(mark_checkpoints_callback(earlier))
+    trainer.add_callback(mark_checkpoints_callback(earlier, key))
     trainer.add_callback(schedule_from_step_callback())
     restored = (
         checkpoint is not None
@@ -89,7 +112,7 @@ def _fit(trainer, out_dir: Path, resume: bool, meta) -> tuple[Path, float]:
                 # the seconds of this sitting, and of every sitting the run was resumed through
                 record = {**meta(tmp, seconds), "seconds_total": round(earlier + seconds, 1), "device": device_stamp()}
                 (tmp / "inquire_train.json").write_text(json.dumps(record, default=str))
-            write_marker(tmp)
+            write_marker(tmp, **({"key": key} if key else {}))
     else:
         trainer.save_model(str(final))  # collective under ZeRO-3; only the main process writes
     devices.wait_for_everyone()

@@ -316,7 +316,8 @@ def sft(
     share = stage_inquiry_share(profile, name) if inquiry_share is None else inquiry_share
     steps = max_steps or profile.sft_steps
     out_dir = artifacts_dir(profile) / name
-    if start is None and train is None and not rebuilds(name, rebuild):
+    key = run_key(profile, name, steps, share) if start is None and train is None else None
+    if key is not None and not rebuilds(name, rebuild):
         shipped = _from_shipped(profile, name, steps, share, out_dir)
         if isinstance(shipped, TrainResult):
             return shipped
@@ -333,7 +334,20 @@ def sft(
         train=train,
         callbacks=callbacks,
         track=name,
+        key=key,
     )
+
+
+def run_key(profile: Profile, name: str, steps: int, share: float) -> str | None:
+    """The content key of stage 1's run `name` from the base agent (`shipped_stages.stage_key`: its resolved
+    settings under the base agent's key), which its checkpoints record and a resume checks; None for a run
+    that is not one of the recipe's stages (e.g. the equal-compute control). Reads the profile only."""
+    from . import shipped_stages
+
+    if name not in shipped_stages.STAGE_KINDS:
+        return None
+    settings = shipped_stages.stage_settings(profile, name, steps, share)
+    return shipped_stages.stage_key(settings, base_agent_key(profile))
 
 
 def stage_inquiry_share(profile: Profile, name: str) -> float:
@@ -387,8 +401,10 @@ def _run_sft(
     callbacks=None,
     track: str | None = None,
     modules_to_save: tuple[str, ...] = (),
+    key: str | None = None,
 ) -> TrainResult:
-    """Supervised fine-tuning into `out_dir`; logs to the run's tracker as stage `track` (None: not tracked)."""
+    """Supervised fine-tuning into `out_dir`; logs to the run's tracker as stage `track` (None: not tracked);
+    `key`: the run's content key, recorded in its checkpoints and checked on resume (`fit.fit`)."""
     from trl import SFTTrainer
 
     torch.set_num_threads(profile.torch_threads)
@@ -431,6 +447,8 @@ def _run_sft(
             "steps": steps,
             "config": record,
             "torch_threads": profile.torch_threads,
+            **({"key": key} if key else {}),
         },
+        key=key,
     )
     return TrainResult(str(final), profile.lora, trainer.state.log_history, len(train), seconds)

@@ -163,7 +163,7 @@ def install(manifest: dict, out_dir: str | Path, base: str, root: str | Path | N
         if manifest["kind"] == "final":
             record = {"stage": STAGE_KINDS[manifest["stage"]], "base": base, "adapter": True, "shipped": manifest}
             (tmp / "inquire_train.json").write_text(json.dumps(record))
-            write_marker(tmp)
+            write_marker(tmp, key=manifest["key"])
         else:
-            write_marker(tmp, step=manifest["step"], seconds=manifest["seconds"])
+            write_marker(tmp, step=manifest["step"], seconds=manifest["seconds"], key=manifest["key"])
     return dest

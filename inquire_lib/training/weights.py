@@ -13,11 +13,12 @@ class CorruptWeightsError(ValueError):
     """A model file that cannot be trusted: truncated, unreadable, or holding NaN/Inf values."""
 
 
-def mark_checkpoints_callback(before: float = 0.0):
+def mark_checkpoints_callback(before: float = 0.0, key: str | None = None):
     """A `transformers.TrainerCallback` that writes the completeness marker into each checkpoint
     once the trainer has saved all of it (weights, optimizer, RNG and trainer state). The marker also
     records the training seconds up to that step: `before` (those of the sittings the run was resumed
-    through) and this sitting's, so a run spread over several sittings still says what it cost."""
+    through) and this sitting's, so a run spread over several sittings still says what it cost; and the
+    content key of the settings that shaped the run (`key`, when it has one), which a resume checks."""
     import time
 
     from transformers import TrainerCallback
@@ -31,7 +32,7 @@ def mark_checkpoints_callback(before: float = 0.0):
                 folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 if folder.is_dir():
                     seconds = round(before + time.time() - self.t0, 1)
-                    write_marker(folder, step=state.global_step, seconds=seconds)
+                    write_marker(folder, step=state.global_step, seconds=seconds, **({"key": key} if key else {}))
 
     return MarkCheckpoints()
 
