@@ -331,6 +331,12 @@ def _ship(args) -> int:
     settings = shipped_stages.stage_settings(profile, args.stage, profile.sft_steps, share)
     # the resume point this run went on from, when one is shipped under the same key: its sittings go on in this one
     parent, device = base_agent_key(profile), trained.get("device", device_stamp())
+    made, key = (read_marker(source) or {}).get("key"), shipped_stages.stage_key(settings, parent)
+    if made != key:
+        raise UsageError(
+            f"{source}: made under settings key {made or 'unrecorded'}, these settings' key is {key}: ship it with "
+            "the settings it was trained with (--profile, --set)"
+        )
     previous = shipped_stages.find(args.stage, settings, parent)
     total = trained.get("seconds_total", (read_marker(source) or {}).get("seconds") or 0.0)
     sat = shipped_stages.sittings(previous, step, total, device, args.paused_seconds)

@@ -121,3 +121,24 @@ def test_inquire_ship_records_each_sitting_less_its_pause(places, monkeypatch):
     [sitting] = first["sittings"]
     assert sitting["steps"] == [0, 2] and sitting["paused_seconds"] == 0.5
     assert sitting["seconds"] == first["seconds"] == round(marker["seconds"] - 0.5, 1)
+
+
+def test_inquire_ship_refuses_a_checkpoint_made_under_other_settings(places, monkeypatch, capsys):
+    from inquire_lib import cli
+
+    sets = ["--set", "sft_steps=4", "--set", "sft_save_steps=2"]
+    profile = apply_overrides("smoke", {"sft_steps": 4, "sft_save_steps": 2})
+    monkeypatch.setenv("INQUIRE_RUN_NAME", "other")
+    sft.sft(profile, name="sft_full")
+    out = artifacts_dir(profile) / "sft_full"
+    shutil.rmtree(out / "final")  # as if the sitting had ended after step 2's checkpoint
+    shutil.rmtree(out / "checkpoint-4")
+    capsys.readouterr()
+    # the run was trained with sft_lr at its default: shipped as if trained with another, it is refused
+    assert cli.main(["ship", "sft_full", "--profile", "smoke", *sets, "--set", "sft_lr=0.5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{out / 'checkpoint-2'}: made under settings key " in err[0]
+    assert "ship it with the settings it was trained with" in err[0]
+    assert not shipped_stages.STAGES_ROOT.exists() or not any(shipped_stages.STAGES_ROOT.iterdir())
+    assert cli.main(["ship", "sft_full", "--profile", "smoke", *sets]) == 0  # with its own settings it ships
+    assert len(list(shipped_stages.STAGES_ROOT.iterdir())) == 1
