@@ -67,10 +67,28 @@ def test_a_pass_that_needs_logits_is_refused_by_the_engine():
 
 def test_the_played_digest_names_the_engine_and_keeps_hf_keys(monkeypatch):
     monkeypatch.setattr(stage_evaluation, "model_digest", lambda path, profile: "m")
+    monkeypatch.setattr(stage_evaluation, "engine_precision", lambda profile: "f32")
     ov = SMOKE.replace(eval_engine="openvino")
     assert stage_evaluation.played_digest(None, SMOKE, 0.0) == "m"  # HF: the key of before
     assert stage_evaluation.played_digest(None, ov, 0.0) == "m+engine=openvino"
     assert stage_evaluation.played_digest(None, ov, 2.0) == "m+ask_bias=2.0"  # a bias plays on HF
+    monkeypatch.setattr(stage_evaluation, "engine_precision", lambda profile: "bf16")
+    assert stage_evaluation.played_digest(None, ov, 0.0) == "m+engine=openvino+precision=bf16"
+    assert stage_evaluation.played_digest(None, SMOKE, 0.0) == "m"
+
+
+@pytest.mark.parametrize("hf_bf16, precision", [(True, "bf16"), (False, "f32")])
+def test_the_engine_computes_in_what_the_hf_path_computes_in(monkeypatch, hf_bf16, precision):
+    from inquire_lib.runs import hardware
+    from inquire_lib.training.openvino import engine_precision
+
+    monkeypatch.setattr(hardware, "eval_uses_bf16", lambda profile: hf_bf16)
+    assert engine_precision(SMOKE) == precision
+
+
+def test_an_engine_precision_it_does_not_have_is_refused():
+    with pytest.raises(ValueError, match="engine precision 'fp16': one of f32, bf16"):
+        open_engine(".", "k", eos_token_id=0, precision="fp16")
 
 
 @pytest.mark.parametrize(

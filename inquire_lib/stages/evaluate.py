@@ -13,16 +13,19 @@ from ..runs.paths import run_dir
 from ..runs.records import REFERENCES
 from ..training.checkpoints import ask_bias_of, available_checkpoints, checkpoint_path
 from ..training.models import loaded, model_digest
-from ..training.openvino import engine_of, engine_loaded
+from ..training.openvino import engine_loaded, engine_of, engine_precision
 from .timed import timed
 
 
 def played_digest(path: str | None, profile: Profile, bias: float | None = None) -> str:
     """What an evaluation plays: the model's digest (`training.models.model_digest`), with the checkpoint's
     ask bias (`bias`, else read from the checkpoint) when it has one, and the engine when it is not HF
-    (`Profile.eval_engine`: another engine's greedy answers may differ in a token)."""
+    (`Profile.eval_engine`: another engine's greedy answers may differ in a token), with its precision when that
+    is not f32 (`training.openvino.engine_precision`)."""
     bias = ask_bias_of(path) if bias is None else bias
     engine = engine_of(profile, bias)
+    if engine != "hf" and engine_precision(profile) != "f32":
+        engine = f"{engine}+precision={engine_precision(profile)}"
     return (
         model_digest(path, profile)
         + (f"+ask_bias={bias!r}" if bias else "")

@@ -192,13 +192,27 @@ def engine_loaded(profile: Profile, path: str | None):
     (made when absent or stale) as `m.model`, with the HF processor that builds the prompts as `m.processor`."""
     export = export_openvino(profile, path)
     processor = load_processor(model_path(profile), profile)
-    engine = open_engine(export["folder"], export["key"], processor.tokenizer.eos_token_id, profile.torch_threads)
+    engine = open_engine(
+        export["folder"],
+        export["key"],
+        processor.tokenizer.eos_token_id,
+        profile.torch_threads,
+        engine_precision(profile),
+    )
     held = Loaded(engine, processor)
     try:
         yield held
     finally:
         held.model = held.processor = None
         gc.collect()
+
+
+def engine_precision(profile: Profile) -> str:
+    """What the engine computes in: bf16 where the HF path does (`runs.hardware.eval_uses_bf16`: `eval_bf16` on a
+    CPU with native bf16), else f32, so that both engines answer from the same numerics on every CPU kind."""
+    from ..runs.hardware import eval_uses_bf16
+
+    return "bf16" if eval_uses_bf16(profile) else "f32"
 
 
 def engine_of(profile: Profile, ask_bias: float = 0.0) -> str:
