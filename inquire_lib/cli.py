@@ -348,6 +348,7 @@ def _ship(args) -> int:
         parent,
         command=f"inquire train sft --profile {profile.name}{sets}{share_arg} --resume",
         extra={
+            "step": step,  # a finished result's marker holds no step; its training record does
             "profile": profile.name,
             "data_fingerprint": benchmark_fingerprint(profile),
             "examples": step * per_step if step is not None else None,

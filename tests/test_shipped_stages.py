@@ -142,3 +142,9 @@ def test_inquire_ship_refuses_a_checkpoint_made_under_other_settings(places, mon
     assert not shipped_stages.STAGES_ROOT.exists() or not any(shipped_stages.STAGES_ROOT.iterdir())
     assert cli.main(["ship", "sft_full", "--profile", "smoke", *sets]) == 0  # with its own settings it ships
     assert len(list(shipped_stages.STAGES_ROOT.iterdir())) == 1
+    # gone on from to its end, the finished result ships in the same place, with its step
+    sft.sft(profile, name="sft_full", resume=True)
+    assert cli.main(["ship", "sft_full", "--profile", "smoke", *sets]) == 0
+    [folder] = shipped_stages.STAGES_ROOT.iterdir()
+    m = json.loads((folder / "manifest.json").read_text())
+    assert (m["kind"], m["step"], m["examples"]) == ("final", 4, 4 * profile.sft_batch)
