@@ -73,6 +73,7 @@ def learning_curve(
                 "digest": digest,
                 **curve_point(margins, labels, max_needless),
                 "seconds": round(time.time() - t0, 1),
+                "device": device_stamp(),  # a curve read again on another machine keeps each point's own
             }
         curve["points"].append(done[digest])
         write_json_atomic(out, curve)
