@@ -107,7 +107,8 @@ def open_engine(
 ) -> OpenVINOEngine:
     """The export in `folder` as a continuous-batching pipeline on the CPU, after `export_problem` finds
     nothing; `threads` 0: OpenVINO's own choice (every core). `precision`: what the language model computes
-    in (`INFERENCE_PRECISION_HINT`, one of `PRECISIONS`; bf16 only pays where the CPU has it natively)."""
+    in (`INFERENCE_PRECISION_HINT`, one of `PRECISIONS`; bf16 only pays where the CPU has it natively, and brings
+    a bf16 KV cache with it)."""
     if precision not in PRECISIONS:
         raise ValueError(f"engine precision {precision!r}: one of {', '.join(PRECISIONS)}")
     folder = Path(folder)
@@ -120,14 +121,16 @@ def open_engine(
         raise ExportError(f"eval_engine openvino: {exc} (make install installs openvino-genai)") from None
     scheduler = openvino_genai.SchedulerConfig()
     scheduler.cache_size = CACHE_SIZE_GB
-    props = {"INFERENCE_PRECISION_HINT": precision, "KV_CACHE_PRECISION": KV_CACHE_PRECISION}
+    # the CPU plugin's paged attention computes in bf16 only over a bf16 KV cache (it refuses an f32 one)
+    kv = "bf16" if precision == "bf16" else KV_CACHE_PRECISION
+    props = {"INFERENCE_PRECISION_HINT": precision, "KV_CACHE_PRECISION": kv}
     vision = {"INFERENCE_PRECISION_HINT": "f32"}
     if threads:
         props["INFERENCE_NUM_THREADS"] = vision["INFERENCE_NUM_THREADS"] = threads
     pipe = openvino_genai.ContinuousBatchingPipeline(
         str(folder), scheduler, "CPU", props, vision_encoder_properties=vision
     )
-    return OpenVINOEngine(folder, pipe, eos_token_id, threads, KV_CACHE_PRECISION, precision)
+    return OpenVINOEngine(folder, pipe, eos_token_id, threads, kv, precision)
 
 
 def is_engine(model) -> bool:
