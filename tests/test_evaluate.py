@@ -311,3 +311,16 @@ def test_headline_formats_value_and_interval():
     assert h["checkpoint"] == "x"
     assert h["type_accuracy"] == "0.75 (0.30-0.95)"
     assert h["inquiry_recall"] == "n/a"  # no step required asking
+
+
+def test_answers_stopped_at_the_token_cap_are_counted():
+    class Words:
+        """One token a word."""
+
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": text.split()}
+
+    answers = ["a b c", "a b c d", "a b", "a b c d e"]
+    assert evaluate.at_token_cap(Words(), answers, 4) == 2  # four words and five: cut at the cap
+    assert evaluate.at_token_cap(Words(), answers, 6) == 0
+    assert evaluate.at_token_cap(Words(), [], 4) == 0

@@ -295,6 +295,19 @@ def evaluate_model(
     raw = generate(model, processor, records, profile, progress=progress, ask_bias=ask_bias)
     seconds = time.time() - start
     played = {"ask_bias": ask_bias} if ask_bias else {}
+    cut = at_token_cap(processor.tokenizer, raw, profile.eval_max_new_tokens)
+    if cut:
+        print(
+            f"{name}: {cut} of {len(raw)} answers stopped at eval_max_new_tokens={profile.eval_max_new_tokens}, "
+            "cut before they ended: raise it"
+        )
+    capped = {"answers_at_token_cap": {"k": cut, "n": len(raw), "max_new_tokens": profile.eval_max_new_tokens}}
     return evaluate_steps(
-        name, records, profile, raw, out_root, extra={**(extra or {}), **played, "generate_seconds": seconds}
+        name, records, profile, raw, out_root, extra={**(extra or {}), **played, **capped, "generate_seconds": seconds}
     )
+
+
+def at_token_cap(tokenizer, answers: list[str], cap: int) -> int:
+    """How many decoded `answers` hold `cap` tokens or more: generation stopped them at the cap, not at their end
+    of turn (an answer that ended on its own holds fewer, its end-of-turn token being dropped in decoding)."""
+    return sum(len(tokenizer(a, add_special_tokens=False)["input_ids"]) >= cap for a in answers)
