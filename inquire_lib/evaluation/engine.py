@@ -16,9 +16,10 @@ What stays on HF: every pass that reads or changes logits. The operating curve's
 (`evaluation.fork.ask_bias_processor`): GenAI has no logits processor and returns only the log-probability
 of the tokens it chose.
 
-Numerics: the export's fp32 weights, computed in f32 (`INFERENCE_PRECISION_HINT`: on a CPU with native bf16
-OpenVINO would otherwise compute in bf16, and greedy answers would drift from fp32's), and the KV cache in
-`KV_CACHE_PRECISION` (see there).
+Numerics: the export's fp32 weights, computed in what the HF path computes in (`training.openvino.engine_precision`,
+`INFERENCE_PRECISION_HINT`): bf16 where evaluation runs bf16 on a CPU with native bf16, with a bf16 KV cache, else
+f32 with the KV cache in `KV_CACHE_PRECISION` (see there). Both were measured against fp32's answers
+(`benchmarks/eval_throughput.py --engine-precision f32 bf16`, docs/lab/log.md).
 """
 
 from __future__ import annotations
