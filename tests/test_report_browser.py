@@ -284,7 +284,7 @@ def test_report_screenshot_shows_image_and_overlay_colours(report, tmp_path):
 
 def test_summary_counts_probes_apart_and_groups_ablation_points():
     """The table says what each count is: outcome columns add up to the test steps, a probe is counted in a
-    column of its own (toward step ISR only), and notebook 07's points sit under a row of their own."""
+    column of its own (toward step ISR only), and the ablation points sit under a row of their own."""
     from inquire_lib.viz.report import summary_html
 
     preds = syn.all_preds()
@@ -303,6 +303,6 @@ def test_summary_counts_probes_apart_and_groups_ablation_points():
     assert sum(int(c) for c in cells["sft"][4:10]) == 8  # the outcomes are the test steps'
     # the probe is asked right: step ISR 2 of 4 inquiry steps (3 test + 1 probe) instead of 1 of 3
     assert cells["sft"][12] == "0.50 <span class='note'>(0.15-0.85)</span>"
-    assert text.index("ablation points of notebook 07 (1:") < text.index("data-checkpoint='abl_sft_no_think_s0'")
-    assert text.index("data-checkpoint='sft'") < text.index("ablation points of notebook 07")
+    assert text.index("ablation points (1:") < text.index("data-checkpoint='abl_sft_no_think_s0'")
+    assert text.index("data-checkpoint='sft'") < text.index("ablation points (1:")
     assert "probes: inquiry steps of further test tasks, scored toward step ISR only" in text
