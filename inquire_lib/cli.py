@@ -281,11 +281,8 @@ def _learning_curve(args) -> int:
     if not run.is_dir():
         raise UsageError(f"{run}: no SFT run there (train one with `inquire train sft`)")
     steps = {int(x) for x in args.steps.split(",")} if args.steps else None
-    out = (
-        Path(args.out)
-        if args.out
-        else run / f"learning_curve{'' if args.split == 'validation' else '.' + args.split}.json"
-    )
+    name = "learning_curve.json" if args.split == "validation" else f"learning_curve.{args.split}.json"
+    out = Path(args.out) if args.out else run / name
     curve = learning_curve(
         profile, run, base_agent(profile), out, max_needless=args.max_needless, steps=steps, split=args.split
     )
@@ -305,7 +302,7 @@ def _ship(args) -> int:
     from .runs.integrity import finished_output, last_complete_checkpoint, read_marker
     from .runs.paths import artifacts_dir, run_named_by_overrides
     from .training import shipped_stages
-    from .training.sft import base_agent_key, stage_inquiry_share
+    from .training.sft import base_agent_key, run_key, stage_inquiry_share
 
     profile = _profile_or_usage(args.profile)
     try:
@@ -331,14 +328,15 @@ def _ship(args) -> int:
     settings = shipped_stages.stage_settings(profile, args.stage, profile.sft_steps, share)
     # the resume point this run went on from, when one is shipped under the same key: its sittings go on in this one
     parent, device = base_agent_key(profile), trained.get("device", device_stamp())
-    made, key = (read_marker(source) or {}).get("key"), shipped_stages.stage_key(settings, parent)
+    marker = read_marker(source) or {}
+    made, key = marker.get("key"), run_key(profile, args.stage, profile.sft_steps, share)
     if made != key:
         raise UsageError(
             f"{source}: made under settings key {made or 'unrecorded'}, these settings' key is {key}: ship it with "
             "the settings it was trained with (--profile, --set)"
         )
     previous = shipped_stages.find(args.stage, settings, parent)
-    total = trained.get("seconds_total", (read_marker(source) or {}).get("seconds") or 0.0)
+    total = trained.get("seconds_total", marker.get("seconds") or 0.0)
     sat = shipped_stages.sittings(previous, step, total, device, args.paused_seconds)
     kept = {k: previous[k] for k in ("schedule_note",) if previous and k in previous}
     m = shipped_stages.ship(

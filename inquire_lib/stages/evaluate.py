@@ -24,8 +24,9 @@ def played_digest(path: str | None, profile: Profile, bias: float | None = None)
     is not f32 (`training.openvino.engine_precision`)."""
     bias = ask_bias_of(path) if bias is None else bias
     engine = engine_of(profile, bias)
-    if engine != "hf" and engine_precision(profile) != "f32":
-        engine = f"{engine}+precision={engine_precision(profile)}"
+    precision = engine_precision(profile) if engine != "hf" else "f32"
+    if precision != "f32":
+        engine = f"{engine}+precision={precision}"
     return (
         model_digest(path, profile)
         + (f"+ask_bias={bias!r}" if bias else "")
