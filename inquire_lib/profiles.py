@@ -620,6 +620,14 @@ class Profile:
     task_num_generations: int = field(
         default=4, metadata={"help": "episodes per task in a stage 3 group", "affects": ("task_grpo",)}
     )
+    task_max_completion_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "stage 3's token budget of a whole episode, answers and tool results (TRL's max_completion_length "
+            "there); unset: every turn at max_completion_length with its tool result",
+            "affects": ("task_grpo",),
+        },
+    )
     max_episode_steps: int = field(
         default=15,
         metadata={
@@ -1009,11 +1017,16 @@ def _fmt(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+# overrides that change how fast a run goes, not what it computes: they name no run of their own, so a stage
+# given another thread count goes on in the run it belongs to
+UNNAMED_OVERRIDES = ("torch_threads", "base_agent_threads")
+
+
 def default_run_name(overrides: dict | None) -> str:
-    """The run name when none is given: "default" without overrides, else `key=value` pairs joined
-    by "_" (sorted; characters other than letters, digits and `.,=+-` become "-"); a name longer than
-    80 characters is cut and ends in a hash of the full one, so two override sets never share it."""
-    checked = check_overrides(overrides)
+    """The run name when none is given: "default" without overrides (UNNAMED_OVERRIDES aside), else
+    `key=value` pairs joined by "_" (sorted; characters other than letters, digits and `.,=+-` become "-"); a
+    name longer than 80 characters is cut and ends in a hash of the full one, so two override sets never share it."""
+    checked = {k: v for k, v in check_overrides(overrides).items() if k not in UNNAMED_OVERRIDES}
     if not checked:
         return "default"
     name = re.sub(r"[^A-Za-z0-9.,=+_-]", "-", "_".join(f"{k}={_fmt(v)}" for k, v in checked.items()))

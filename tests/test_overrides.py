@@ -109,6 +109,8 @@ def test_default_run_names():
     assert default_run_name(None) == default_run_name({}) == "default"
     assert default_run_name({"missed_penalty": 2, "grpo_lr": 1e-4}) == "grpo_lr=0.0001_missed_penalty=2"
     assert default_run_name({"model": "org/model name"}) == "model=org-model-name"
+    assert default_run_name({"torch_threads": 1}) == "default"  # threads change the speed, not the result
+    assert default_run_name({"torch_threads": 1, "grpo_lr": 1e-4}) == "grpo_lr=0.0001"
     long_a = default_run_name({"model": "x" * 100})
     long_b = default_run_name({"model": "x" * 100 + "y"})
     assert len(long_a) == 80 and long_a != long_b and long_a[:71] == long_b[:71]

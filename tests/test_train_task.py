@@ -1,6 +1,7 @@
 """Tests for inquire_lib.training.task_grpo: the PhoneEnv wrapper TRL drives, the episode reward, the chat
 template, and one task-level GRPO step through TRL's own multi-turn loop."""
 
+import dataclasses
 import json
 from unittest import mock
 
@@ -368,3 +369,6 @@ def test_episode_budget_counts_answers_text_and_image_tokens():
     assert tt.episode_token_budget(get_profile("cpu")) == tt.TINY_MAX_EPISODE_TOKENS  # capped below the context
     gpu = get_profile("gpu")
     assert tt.episode_token_budget(gpu) > tt.TINY_MAX_EPISODE_TOKENS  # a real checkpoint is not capped
+    small = get_profile("small")  # a budget set for the whole episode replaces the turns' sum
+    every_turn = tt.episode_token_budget(dataclasses.replace(small, task_max_completion_length=None))
+    assert tt.episode_token_budget(small) == small.task_max_completion_length < every_turn

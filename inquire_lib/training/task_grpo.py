@@ -78,12 +78,12 @@ def use_task_template(processor):
 
 
 def episode_token_budget(profile: Profile) -> int:
-    """`max_completion_length` of an episode: every turn's answer plus its tool result (text and
-    the screenshot's image tokens, one per 28x28 patch of the resized screen); capped below the
-    tiny models' context."""
+    """`max_completion_length` of an episode: `task_max_completion_length` where set, else every turn's answer
+    plus its tool result (text and the screenshot's image tokens, one per 28x28 patch of the resized screen);
+    capped below the tiny models' context."""
     frame = frame_for(profile)
     turn = profile.max_completion_length + TOOL_TEXT_TOKENS + (frame.model_w // 28) * (frame.model_h // 28)
-    budget = profile.max_episode_steps * turn
+    budget = profile.task_max_completion_length or profile.max_episode_steps * turn
     return min(TINY_MAX_EPISODE_TOKENS, budget) if profile.is_tiny else budget
 
 
