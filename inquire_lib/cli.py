@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 # `inquire build`: above this many tasks the build needs --large (and says how big it will be)
 MAX_TASKS = 5000
@@ -232,18 +233,25 @@ def _train(args) -> int:
             rebuild=args.rebuild or None,
         )
     elif args.stage == "grpo":
+        start = _checkpoint(profile, args.start or "sft_full")
         res = grpo_stage.grpo(
-            profile,
-            start=_checkpoint(profile, args.start or "sft_full"),
-            name=name,
-            resume=args.resume,
-            max_steps=args.max_steps,
+            profile, start=start, name=name, resume=args.resume, max_steps=args.max_steps, rebuild=args.rebuild or None
         )
+        if args.select:
+            from .training.selection import select_on_validation, shipped_selection
+
+            out_dir = Path(res.path).parent
+            chosen = shipped_selection(profile, name, out_dir) or select_on_validation(profile, name, start, out_dir)
+            print(
+                f"{name}: chose step {chosen['selected_step']} on validation (constraints met: {chosen['constraints_met']})"
+            )
     else:
         from .training.task_grpo import grpo_task, warm_start
 
         start = _checkpoint(profile, args.start) if args.start else warm_start(profile)[1]
-        res = grpo_task(profile, start=start, name=name, max_steps=args.max_steps, resume=args.resume)
+        res = grpo_task(
+            profile, start=start, name=name, max_steps=args.max_steps, resume=args.resume, rebuild=args.rebuild or None
+        )
     if is_main_process():
         losses = [round(h["loss"], 6) for h in res.log_history if "loss" in h]
         print(
@@ -309,10 +317,10 @@ def _ship(args) -> int:
         profile = apply_overrides(profile, parse_overrides(args.set))
     except OverrideError as exc:
         raise UsageError(str(exc)) from None
-    if not args.stage.startswith("sft"):
-        raise UsageError(f"{args.stage}: only stage 1's results (sft_full, sft_weak) can be shipped so far")
     run_named_by_overrides(profile)
     out_dir = artifacts_dir(profile) / args.stage
+    if shipped_stages.STAGE_KINDS[args.stage] != "sft":
+        return _ship_later(profile, args.stage, out_dir)
     final = out_dir / "final"
     source = final if finished_output(final) else last_complete_checkpoint(out_dir)
     if source is None:
@@ -361,6 +369,60 @@ def _ship(args) -> int:
     print(
         f"shipped {m['kind']} of {args.stage} at step {m['step']} ({m['bytes']} bytes) to {shipped_stages.STAGES_ROOT / m['name']}"
     )
+    return 0
+
+
+# the command that trains a later stage, and the runs it starts from where the run's record names no other
+LATER_COMMANDS = {"grpo": "grpo", "task_grpo": "task-grpo"}
+
+
+def _ship_later(profile, stage: str, out_dir) -> int:
+    """Ship a later stage's finished result (GRPO: the checkpoint chosen on validation where a choice was
+    made, else the last; stage 3: its final), keyed by its settings under its start's key."""
+    from .data.benchmark import benchmark_fingerprint
+    from .runs.integrity import finished_output, read_marker
+    from .training import shipped_stages
+
+    kind = shipped_stages.STAGE_KINDS[stage]
+    source = next((out_dir / f for f in ("selected", "final") if finished_output(out_dir / f)), None)
+    if source is None:
+        raise UsageError(f"{out_dir}: no finished result to ship (a later stage ships once it has finished)")
+    record = json.loads((source / "inquire_train.json").read_text())
+    steps = record.get("config", {}).get("max_steps")
+    key = shipped_stages.result_key(profile, stage, steps, record.get("start"))
+    made = (read_marker(source) or {}).get("key")
+    if key is None or made != key:
+        raise UsageError(
+            f"{source}: made under settings key {made or 'unrecorded'}, these settings and its start give "
+            f"{key or 'none (its start has no content key)'}: ship it with the settings it was trained with (--profile, --set)"
+        )
+    start_name = Path(record["start"]).parent.name
+    sets = "".join(f" --set {k}={v}" for k, v in profile.overrides)
+    select = " --select" if source.name == "selected" else ""
+    per_step = profile.grpo_prompts_per_step
+    m = shipped_stages.ship(
+        source,
+        stage,
+        shipped_stages.stage_settings(profile, stage, steps, None),
+        shipped_stages.start_key(record["start"]),
+        command=f"inquire train {LATER_COMMANDS[kind]} --profile {profile.name}{sets} --name {stage} --start {start_name}{select}",
+        extra={
+            "step": steps,
+            "profile": profile.name,
+            "start": start_name,
+            "data_fingerprint": benchmark_fingerprint(profile),
+            "examples": record.get("episodes") if kind == "task_grpo" else steps * per_step,
+            "examples_note": "episodes played"
+            if kind == "task_grpo"
+            else "prompts, each with num_generations completions",
+            "of_steps": steps,
+            "device": record.get("device"),
+            "seconds": record.get("seconds"),
+            "seconds_note": "training seconds; the choice on validation is not counted",
+            **({"selected_step": record.get("selected_step"), "ask_bias": record.get("ask_bias")} if select else {}),
+        },
+    )
+    print(f"shipped {m['kind']} of {stage} ({m['bytes']} bytes) to {shipped_stages.STAGES_ROOT / m['name']}")
     return 0
 
 
@@ -579,7 +641,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--resume", action="store_true", help="continue from the last checkpoint in the output folder")
     t.add_argument(
-        "--rebuild", action="store_true", help="sft: train it here even where a result is shipped for these settings"
+        "--rebuild", action="store_true", help="train it here even where a result is shipped for these settings"
+    )
+    t.add_argument(
+        "--select",
+        action="store_true",
+        help="grpo: then choose among the kept checkpoints on the validation split (`training.selection`)",
     )
     t.set_defaults(fn=_train)
     ba = sub.add_parser(
@@ -603,7 +670,11 @@ def _parser() -> argparse.ArgumentParser:
         help="ship a stage's result (or a run's last complete checkpoint) under assets/stages/ with its manifest",
         parents=[debug],
     )
-    sh.add_argument("stage", choices=["sft_full", "sft_weak"], help="the stage whose result is shipped")
+    sh.add_argument(
+        "stage",
+        choices=["sft_full", "sft_weak", "grpo_full", "grpo_weak", "grpo_task"],
+        help="the stage whose result is shipped",
+    )
     _run_settings(sh, "the overrides the stage was trained with")
     sh.add_argument(
         "--paused-seconds",

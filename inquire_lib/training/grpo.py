@@ -24,6 +24,7 @@ from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, grpo_config, lora_config
 from .fit import TrainResult, fit
 from .models import base_of, load_checkpoint, model_digest
+from . import shipped_stages
 from .sft import training_records
 
 
@@ -89,6 +90,7 @@ def grpo(
     reward_names=None,
     callbacks=None,
     reuse: bool = False,
+    rebuild: bool | None = None,
 ) -> TrainResult:
     """Stage 2 from the checkpoint `start` (an SFT output: adapter or full model).
 
@@ -103,17 +105,25 @@ def grpo(
 
     With `reuse`, a finished run in `artifacts/<profile>/<name>` from the same start with the same
     settings is returned as recorded (log history and samples included) instead of being retrained.
+    A result shipped for exactly these settings and start (`shipped_stages.result_key`) is installed
+    instead of trained, unless `rebuild` (default: `name` in $INQUIRE_REBUILD) asks to train it here.
     """
     from trl import GRPOTrainer
 
     profile = get_profile(profile)
     reward_names = tuple(profile.reward_funcs if reward_names is None else reward_names)
     torch.set_num_threads(profile.torch_threads)
-    train = train if train is not None else grpo_records(profile)
+    train_given, train = train, train if train is not None else grpo_records(profile)
     train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
     out_dir = artifacts_dir(profile) / name
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     steps = max_steps or profile.grpo_steps
+    key = shipped_stages.result_key(profile, name, steps, start) if train_given is None else None
+    if key is not None and not shipped_stages.rebuilds(name, rebuild):
+        installed = shipped_stages.install_final(profile, name, key, out_dir, base_of(start, profile))
+        if installed is not None:
+            shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
+            return installed
     config = grpo_config(profile, out_dir, reward_names, steps)
     record = config_record(config)
     start_digest = model_digest(start, profile)
@@ -160,6 +170,7 @@ def grpo(
             "log_history": trainer.state.log_history,
             "samples": last_samples(trainer),
         },
+        key=key,
     )
     adapter = (final / "adapter_config.json").exists()
     samples = last_samples(trainer)

@@ -35,9 +35,10 @@ from .models import loaded
 from ..profiles import Profile
 from ..agent.prompts import frame_for
 from ..runs.hardware import device_stamp
-from ..runs.integrity import complete_checkpoints, write_marker
+from ..runs.integrity import complete_checkpoints, read_marker, write_marker
 from ..runs.paths import atomic_dir, metrics_dir, write_json_atomic
 
+SELECTION_FILE = "selection.json"  # the validation pass, kept beside the checkpoint it chose
 KEYS = ("inquiry_recall", "needless_rate", "safe_step_accuracy", "step_accuracy", "format")
 # what a chosen checkpoint keeps: the model or adapter, not the optimiser state
 MODEL_FILES = (
@@ -149,7 +150,6 @@ def select_on_validation(profile: Profile, name: str, start_path: str | None, ru
             profile, chosen["path"], meta.get("base"), {0.0: known[chosen["step"]]} if chosen["step"] in known else None
         )
         picked = {"ask_bias": bias, "ask_bias_met": bias_met}
-    _keep(run, chosen["path"], {**meta, "selected_step": chosen["step"], "constraints_met": met, **picked})
     record = {
         "checkpoint": name,
         "profile": profile.name,
@@ -171,19 +171,39 @@ def select_on_validation(profile: Profile, name: str, start_path: str | None, ru
             **picked,
             "bias_max_needless_episodes": profile.select_bias_max_needless_episodes,
         }
+    _keep(run, chosen["path"], {**meta, "selected_step": chosen["step"], "constraints_met": met, **picked}, record)
     write_json_atomic(metrics_dir(profile, out_root) / f"selection_{name}.json", record)
     return record
 
 
-def _keep(run: Path, source: str | Path, meta: dict) -> None:
+def shipped_selection(profile: Profile, name: str, run: Path, out_root=None) -> dict | None:
+    """The choice on validation a shipped result of run `name` came with (`training.shipped_stages`), written
+    to `selection_<name>.json` as a pass here would write it; None where `run/final` is not such a result."""
+    final = run / "final"
+    shipped = final / SELECTION_FILE
+    meta_path = final / "inquire_train.json"
+    if not shipped.is_file() or not meta_path.is_file() or "shipped" not in json.loads(meta_path.read_text()):
+        return None
+    record = json.loads(shipped.read_text())
+    write_json_atomic(metrics_dir(profile, out_root) / f"selection_{name}.json", record)
+    return record
+
+
+def _keep(run: Path, source: str | Path, meta: dict, selection: dict | None = None) -> None:
     """Copy the model files of checkpoint `source` to `run/selected` with the run's record `meta`
-    (start, base, settings, the choice), whole or not at all."""
+    (start, base, settings, the choice) and the validation pass that chose it (`selection`, or the one kept
+    there), whole or not at all; its marker keeps the run's content key (`fit.fit`)."""
+    kept = run / "selected" / SELECTION_FILE
+    selection = selection if selection is not None else (json.loads(kept.read_text()) if kept.is_file() else None)
+    key = (read_marker(run / "final") or {}).get("key")
     with atomic_dir(run / "selected") as tmp:
         for f in MODEL_FILES:
             if (Path(source) / f).exists():
                 shutil.copy(Path(source) / f, tmp / f)
         (tmp / "inquire_train.json").write_text(json.dumps(meta, default=str))
-        write_marker(tmp)
+        if selection is not None:
+            (tmp / SELECTION_FILE).write_text(json.dumps(selection, default=str))
+        write_marker(tmp, **({"key": key} if key else {}))
 
 
 def choose_ask_bias(

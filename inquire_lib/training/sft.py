@@ -26,6 +26,7 @@ from ..runs.integrity import finished_output, last_complete_checkpoint
 from ..runs.keys import settings_key
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
 from ..runs.tracking import trainer_tracking, use_tracking
+from . import shipped_stages
 from .configs import config_record, lora_config, sft_config
 from .devices import is_main_process, wait_for_everyone
 from .fit import TrainResult, fit
@@ -317,7 +318,7 @@ def sft(
     steps = max_steps or profile.sft_steps
     out_dir = artifacts_dir(profile) / name
     key = run_key(profile, name, steps, share) if start is None and train is None else None
-    if key is not None and not rebuilds(name, rebuild):
+    if key is not None and not shipped_stages.rebuilds(name, rebuild):
         shipped = _from_shipped(profile, name, steps, share, out_dir)
         if isinstance(shipped, TrainResult):
             return shipped
@@ -342,8 +343,6 @@ def run_key(profile: Profile, name: str, steps: int, share: float) -> str | None
     """The content key of stage 1's run `name` from the base agent (`shipped_stages.stage_key`: its resolved
     settings under the base agent's key), which its checkpoints record and a resume checks; None for a run
     that is not one of the recipe's stages (e.g. the equal-compute control). Reads the profile only."""
-    from . import shipped_stages
-
     if name not in shipped_stages.STAGE_KINDS:
         return None
     settings = shipped_stages.stage_settings(profile, name, steps, share)
@@ -356,20 +355,9 @@ def stage_inquiry_share(profile: Profile, name: str) -> float:
     return profile.weak_inquiry_share if name == "sft_weak" else profile.sft_inquiry_share
 
 
-def rebuilds(stage: str, rebuild: bool | None = None) -> bool:
-    """Whether `stage` is trained here even where a result is shipped: `rebuild`, else $INQUIRE_REBUILD
-    (stage names, comma-separated, or "all")."""
-    if rebuild is not None:
-        return rebuild
-    asked = {s.strip() for s in os.environ.get("INQUIRE_REBUILD", "").split(",") if s.strip()}
-    return stage in asked or "all" in asked
-
-
 def _from_shipped(profile: Profile, name: str, steps: int, share: float, out_dir: Path) -> TrainResult | bool:
     """The shipped result of this stage for these settings, installed into `out_dir`: a finished one is
     returned; a shipped resume point is the checkpoint the trainer goes on from (True); False: none."""
-    from . import shipped_stages
-
     if name not in shipped_stages.STAGE_KINDS:
         return False
     settings = shipped_stages.stage_settings(profile, name, steps, share)

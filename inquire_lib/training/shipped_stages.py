@@ -13,18 +13,25 @@ never served.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
 from ..profiles import Profile, fields_affecting
-from ..runs.integrity import read_marker, sha256_file, write_marker
+from ..runs.integrity import finished_output, read_marker, sha256_file, write_marker
 from ..runs.keys import settings_key
 from ..runs.paths import REPO_ROOT, atomic_dir
 
 STAGES_ROOT = REPO_ROOT / "assets" / "stages"
 # what a stage's settings are read from (`profiles.AFFECTS`), beside the data and the numerics all stages share
 STAGE_KINDS = {"sft_full": "sft", "sft_weak": "sft", "grpo_full": "grpo", "grpo_weak": "grpo", "grpo_task": "task_grpo"}
+# a stage 2 result is the checkpoint its validation pass chose (`training.selection`), so the settings of that
+# evaluation shape it too
+SETTING_KINDS = {"sft": ("sft",), "grpo": ("grpo", "eval"), "task_grpo": ("task_grpo",)}
 FINAL_FILES = ("adapter_model.safetensors", "adapter_config.json")
+# beside a later stage's finished adapter: its training record (log history, samples, the choice on validation
+# and its ask bias) and the selection's validation curve, which the notebooks plot without training again
+RECORD_FILES = ("inquire_train.json", "selection.json")
 # a resume point leaves out the optimizer's moments (`optimizer.pt`, twice the adapter: over the repository's
 # 25 MB a file); the trainer starts them anew where it goes on, with the step restored, and the schedule is
 # brought to that step (`weights.schedule_from_step_callback`: the trainer loads scheduler.pt only beside optimizer.pt)
@@ -45,7 +52,7 @@ class ShippedStageError(ValueError):
 def stage_settings(profile: Profile, stage: str, steps: int, inquiry_share: float) -> dict:
     """The resolved settings that shape `stage`: its own fields, the data's and the numerics', and the steps
     and inquiry share the run was given."""
-    kinds = ("data", "checkpoints", STAGE_KINDS[stage])
+    kinds = ("data", "checkpoints", *SETTING_KINDS[STAGE_KINDS[stage]])
     return {
         "stage": stage,
         "steps": steps,
@@ -57,6 +64,31 @@ def stage_settings(profile: Profile, stage: str, steps: int, inquiry_share: floa
 def stage_key(settings: dict, parent: str) -> str:
     """The content key of a stage's result: its settings under the key of what it started from."""
     return settings_key(settings, parent)
+
+
+def start_key(start: str | Path | None) -> str | None:
+    """The content key a checkpoint's completeness marker records (a stage output trained or installed under
+    one); None for the untrained model or a checkpoint without one."""
+    return (read_marker(start) or {}).get("key") if start is not None else None
+
+
+def result_key(profile: Profile, stage: str, steps: int, start: str | Path | None) -> str | None:
+    """The content key of a later stage's result `stage` (GRPO, stage 3) trained for `steps` from the checkpoint
+    `start`: its settings under the start's key; None for a run that is not one of the recipe's stages or a start
+    without a key, which is then trained and never shipped."""
+    parent = start_key(start)
+    if stage not in STAGE_KINDS or STAGE_KINDS[stage] == "sft" or parent is None:
+        return None
+    return stage_key(stage_settings(profile, stage, steps, None), parent)
+
+
+def rebuilds(stage: str, rebuild: bool | None = None) -> bool:
+    """Whether `stage` is trained here even where a result is shipped: `rebuild`, else $INQUIRE_REBUILD
+    (stage names, comma-separated, or "all")."""
+    if rebuild is not None:
+        return rebuild
+    asked = {s.strip() for s in os.environ.get("INQUIRE_REBUILD", "").split(",") if s.strip()}
+    return stage in asked or "all" in asked
 
 
 def folder_of(stage: str, key: str, root: str | Path | None = None) -> Path:
@@ -76,7 +108,9 @@ def ship(
     shipped folder, written whole or not at all; returns the manifest."""
     source = Path(source)
     kind = "resume" if (source / "trainer_state.json").exists() else "final"
-    names = [n for n in (RESUME_FILES if kind == "resume" else FINAL_FILES) if (source / n).exists()]
+    later = STAGE_KINDS[stage] != "sft"
+    wanted = RESUME_FILES if kind == "resume" else (*FINAL_FILES, *(RECORD_FILES if later else ()))
+    names = [n for n in wanted if (source / n).exists()]
     missing = sorted(set(FINAL_FILES) - set(names))
     if missing:
         raise ShippedStageError(f"{source}: no {missing[0]}; only an adapter stage can be shipped")
@@ -135,6 +169,37 @@ def find(stage: str, settings: dict, parent: str, root: str | Path | None = None
     return json.loads(path.read_text()) if path.exists() else None
 
 
+def install_final(
+    profile: Profile, stage: str, key: str, out_dir: str | Path, base: str | None, root: str | Path | None = None
+):
+    """A later stage's finished result shipped under `key`, installed as `out_dir/final` on the model `base`
+    (here, where its start was put) unless a finished one is there, and returned as the trainer's result (its
+    recorded log history and samples); None where none is shipped, or only a resume point."""
+    from ..data.benchmark import benchmark_fingerprint
+    from .fit import TrainResult
+
+    path = folder_of(stage, key, root) / "manifest.json"
+    manifest = json.loads(path.read_text()) if path.exists() else None
+    if manifest is None or manifest["kind"] != "final":
+        return None
+    check_data(manifest, benchmark_fingerprint(profile), root)
+    final = Path(out_dir) / "final"
+    if not finished_output(final) or (read_marker(final) or {}).get("key") != key:
+        install(manifest, out_dir, base=base, root=root)
+    rec = json.loads((final / RECORD_FILES[0]).read_text())
+    print(
+        f"{stage}: the shipped result installed ({manifest['command']}; {manifest.get('seconds')} s on {_machine(manifest)})"
+    )
+    return TrainResult(
+        str(final), True, rec.get("log_history", []), rec.get("n_examples", 0), 0.0, rec.get("samples", [])
+    )
+
+
+def _machine(manifest: dict) -> str:
+    device = manifest.get("device") or {}
+    return str(device.get("cpu_kind") or device.get("kind") or "an unrecorded machine")
+
+
 def check_data(manifest: dict, fingerprint: str, root: str | Path | None = None) -> None:
     """Refuse, in one line, a shipped result trained on other data than this code generates for its settings."""
     made_on = manifest.get("data_fingerprint")
@@ -161,8 +226,9 @@ def install(manifest: dict, out_dir: str | Path, base: str, root: str | Path | N
         for name in manifest["files"]:
             shutil.copyfile(src / name, tmp / name)
         if manifest["kind"] == "final":
-            record = {"stage": STAGE_KINDS[manifest["stage"]], "base": base, "adapter": True, "shipped": manifest}
-            (tmp / "inquire_train.json").write_text(json.dumps(record))
+            trained = json.loads((tmp / RECORD_FILES[0]).read_text()) if RECORD_FILES[0] in manifest["files"] else {}
+            record = {"stage": STAGE_KINDS[manifest["stage"]], **trained, "base": base, "adapter": True}
+            (tmp / RECORD_FILES[0]).write_text(json.dumps({**record, "shipped": manifest}))
             write_marker(tmp, key=manifest["key"])
         else:
             write_marker(tmp, step=manifest["step"], seconds=manifest["seconds"], key=manifest["key"])

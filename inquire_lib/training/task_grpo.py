@@ -47,6 +47,7 @@ from ..runs.paths import artifacts_dir
 from .checkpoints import checkpoint_path
 from .configs import config_record, lora_config, task_grpo_config
 from .fit import TrainResult, fit
+from . import shipped_stages
 from .models import base_of, load_checkpoint
 from ..runs.tracking import trainer_tracking, use_tracking
 from ..world.env import PhoneEnv
@@ -327,23 +328,31 @@ def grpo_task(
     resume: bool = False,
     train: datasets.Dataset | None = None,
     callbacks=None,
+    rebuild: bool | None = None,
 ) -> TrainResult:
     """Stage 3 from checkpoint `start` (an SFT/GRPO output: adapter or full model; None: untrained).
 
     Each step samples `task_num_generations` episodes for each of `grpo_prompts_per_step` training
     tasks at `temperature` (at most `max_episode_steps` tool calls each), scores each episode with
     `TaskReward`, and takes a GRPO step on the model's own tokens. Writes
-    `artifacts/<profile>/<name>/final`; `samples` of the result holds one record per episode."""
+    `artifacts/<profile>/<name>/final`; `samples` of the result holds one record per episode. A result shipped
+    for exactly these settings and start (`shipped_stages.result_key`) is installed instead of trained, unless
+    `rebuild` (default: `name` in $INQUIRE_REBUILD) asks to train it here."""
     from trl import GRPOTrainer
 
     profile = get_profile(profile)
     torch.set_num_threads(profile.torch_threads)
-    train = train if train is not None else task_dataset(profile, "train")
     out_dir = artifacts_dir(profile) / name
+    steps = max_steps or profile.task_grpo_steps
+    key = shipped_stages.result_key(profile, name, steps, start) if train is None else None
+    if key is not None and not shipped_stages.rebuilds(name, rebuild):
+        installed = shipped_stages.install_final(profile, name, key, out_dir, base_of(start, profile))
+        if installed is not None:
+            return installed
+    train = train if train is not None else task_dataset(profile, "train")
     model, processor = load_checkpoint(profile, start, trainable=True)
     use_task_template(processor)
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
-    steps = max_steps or profile.task_grpo_steps
     with trainer_tracking(profile, name) as tracking, warnings.catch_warnings():
         # TRL marks environment_factory experimental with a UserWarning on every trainer; we rely on it
         # knowingly (pinned TRL) and the notebook output should not repeat it
@@ -375,7 +384,10 @@ def grpo_task(
             "episodes": len(reward.episodes),
             "max_episode_steps": profile.max_episode_steps,
             "config": record,
+            "log_history": trainer.state.log_history,
+            "samples": reward.episodes,
         },
+        key=key,
     )
     adapter = (final / "adapter_config.json").exists()
     return TrainResult(str(final), adapter, trainer.state.log_history, len(train), seconds, reward.episodes)
