@@ -148,3 +148,60 @@ def test_inquire_ship_refuses_a_checkpoint_made_under_other_settings(places, mon
     [folder] = shipped_stages.STAGES_ROOT.iterdir()
     m = json.loads((folder / "manifest.json").read_text())
     assert (m["kind"], m["step"], m["examples"]) == ("final", 4, 4 * profile.sft_batch)
+
+
+def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(places, monkeypatch, capsys):
+    from inquire_lib import cli
+    from inquire_lib.runs.integrity import read_marker
+    from inquire_lib.stages.train import select_checkpoint
+    from inquire_lib.training import grpo as grpo_stage
+    from inquire_lib.training.checkpoints import checkpoint_path
+
+    monkeypatch.setenv("INQUIRE_RUN_NAME", "later")
+    sets = ["--set", "sft_steps=2", "--set", "val_tasks=2"]
+    profile = apply_overrides("smoke", {"sft_steps": 2, "val_tasks": 2})
+    start = sft.sft(profile, name="sft_full", inquiry_share=1.0).path
+    sft_key = read_marker(start)["key"]
+    assert sft_key == sft.run_key(profile, "sft_full", 2, 1.0)
+    # a run that is not one of the recipe's stages, or a start without a key, is never keyed nor shipped
+    assert shipped_stages.result_key(profile, "grpo_s1", 2, start) is None
+    assert shipped_stages.result_key(profile, "grpo_full", 2, None) is None
+
+    trained = grpo_stage.grpo(profile, start=start, name="grpo_full")
+    key = shipped_stages.result_key(profile, "grpo_full", profile.grpo_steps, start)
+    assert read_marker(trained.path)["key"] == key != sft_key
+    record = select_checkpoint(profile, "grpo_full", "sft_full")
+    out = artifacts_dir(profile) / "grpo_full"
+    assert read_marker(out / "selected")["key"] == key  # the chosen checkpoint keeps the run's key
+    assert cli.main(["ship", "grpo_full", "--profile", "smoke", *sets]) == 0
+    m = json.loads((shipped_stages.folder_of("grpo_full", key) / "manifest.json").read_text())
+    assert (m["kind"], m["parent"], m["start"], m["selected_step"]) == (
+        "final",
+        sft_key,
+        "sft_full",
+        record["selected_step"],
+    )
+    assert m["command"] == (
+        "inquire train grpo --profile smoke --set sft_steps=2 --set val_tasks=2 --name grpo_full --start sft_full --select"
+    )
+    assert set(m["files"]) == {*shipped_stages.FINAL_FILES, *shipped_stages.RECORD_FILES}
+    assert m["examples"] == profile.grpo_steps * profile.grpo_prompts_per_step
+
+    # a fresh place: installed instead of trained, its log history kept, its choice read back, not made again
+    shutil.rmtree(out)
+    monkeypatch.setattr(grpo_stage, "fit", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("trained")))
+    monkeypatch.setattr(
+        "inquire_lib.stages.train.select_on_validation",
+        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("selected again")),
+    )
+    installed = grpo_stage.grpo(profile, start=start, name="grpo_full")
+    assert installed.seconds == 0.0 and installed.log_history == json.loads(json.dumps(trained.log_history))
+    again = select_checkpoint(profile, "grpo_full", "sft_full")
+    assert again["selected_step"] == record["selected_step"] and checkpoint_path(profile, "grpo_full") == installed.path
+    meta = json.loads((out / "final" / "inquire_train.json").read_text())
+    assert meta["shipped"]["key"] == key and meta["base"] == sft.base_agent(profile)
+    with pytest.raises(RuntimeError, match="trained"):
+        grpo_stage.grpo(profile, start=start, name="grpo_full", rebuild=True)
+    # another start is another key; stage 3 from this one is keyed under it
+    assert shipped_stages.result_key(profile, "grpo_full", profile.grpo_steps, str(out / "final")) != key
+    assert shipped_stages.result_key(profile, "grpo_task", 1, str(out / "final")) is not None
