@@ -305,7 +305,7 @@ def _ship(args) -> int:
     from pathlib import Path
 
     from .data.benchmark import benchmark_fingerprint
-    from .profiles import OverrideError, apply_overrides, parse_overrides
+    from .profiles import UNNAMED_OVERRIDES, OverrideError, apply_overrides, parse_overrides
     from .runs.hardware import device_stamp
     from .runs.integrity import finished_output, last_complete_checkpoint, read_marker
     from .runs.paths import artifacts_dir, run_named_by_overrides
@@ -331,7 +331,7 @@ def _ship(args) -> int:
     state = json.loads((source / "trainer_state.json").read_text()) if (source / "trainer_state.json").exists() else {}
     per_step = profile.sft_batch  # the global batch of one optimizer step (accumulation splits it)
     step = trained.get("steps", state.get("global_step"))
-    sets = "".join(f" --set {k}={v}" for k, v in profile.overrides)
+    sets = "".join(f" --set {k}={v}" for k, v in profile.overrides if k not in UNNAMED_OVERRIDES)
     share_arg = "" if args.stage == "sft_full" else f" --name {args.stage} --inquiry-share {share}"
     settings = shipped_stages.stage_settings(profile, args.stage, profile.sft_steps, share)
     # the resume point this run went on from, when one is shipped under the same key: its sittings go on in this one
@@ -380,6 +380,8 @@ def _ship_later(profile, stage: str, out_dir) -> int:
     """Ship a later stage's finished result (GRPO: the checkpoint chosen on validation where a choice was
     made, else the last; stage 3: its final), keyed by its settings under its start's key."""
     from .data.benchmark import benchmark_fingerprint
+    from .profiles import UNNAMED_OVERRIDES
+    from .runs.hardware import device_stamp
     from .runs.integrity import finished_output, read_marker
     from .training import shipped_stages
 
@@ -397,7 +399,7 @@ def _ship_later(profile, stage: str, out_dir) -> int:
             f"{key or 'none (its start has no content key)'}: ship it with the settings it was trained with (--profile, --set)"
         )
     start_name = Path(record["start"]).parent.name
-    sets = "".join(f" --set {k}={v}" for k, v in profile.overrides)
+    sets = "".join(f" --set {k}={v}" for k, v in profile.overrides if k not in UNNAMED_OVERRIDES)
     select = " --select" if source.name == "selected" else ""
     per_step = profile.grpo_prompts_per_step
     m = shipped_stages.ship(
@@ -416,7 +418,7 @@ def _ship_later(profile, stage: str, out_dir) -> int:
             if kind == "task_grpo"
             else "prompts, each with num_generations completions",
             "of_steps": steps,
-            "device": record.get("device"),
+            "device": record.get("device") or device_stamp(),
             "seconds": record.get("seconds"),
             "seconds_note": "training seconds; the choice on validation is not counted",
             **({"selected_step": record.get("selected_step"), "ask_bias": record.get("ask_bias")} if select else {}),
