@@ -202,6 +202,11 @@ def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(pla
     assert meta["shipped"]["key"] == key and meta["base"] == sft.base_agent(profile)
     with pytest.raises(RuntimeError, match="trained"):
         grpo_stage.grpo(profile, start=start, name="grpo_full", rebuild=True)
+    # the thread count is not a setting that shapes it, another validation size is
+    threads = apply_overrides("smoke", {"sft_steps": 2, "val_tasks": 2, "torch_threads": 3})
+    assert shipped_stages.result_key(threads, "grpo_full", profile.grpo_steps, start) == key
+    other = apply_overrides("smoke", {"sft_steps": 2, "val_tasks": 3, "torch_threads": 1})
+    assert shipped_stages.result_key(other, "grpo_full", profile.grpo_steps, start) != key
     # another start is another key; stage 3 from this one is keyed under it
     assert shipped_stages.result_key(profile, "grpo_full", profile.grpo_steps, str(out / "final")) != key
     assert shipped_stages.result_key(profile, "grpo_task", 1, str(out / "final")) is not None

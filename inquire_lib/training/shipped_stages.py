@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..profiles import Profile, fields_affecting
+from ..profiles import UNNAMED_OVERRIDES, Profile, fields_affecting
 from ..runs.integrity import finished_output, read_marker, sha256_file, write_marker
 from ..runs.keys import settings_key
 from ..runs.paths import REPO_ROOT, atomic_dir
@@ -51,13 +51,13 @@ class ShippedStageError(ValueError):
 
 def stage_settings(profile: Profile, stage: str, steps: int, inquiry_share: float) -> dict:
     """The resolved settings that shape `stage`: its own fields, the data's and the numerics', and the steps
-    and inquiry share the run was given."""
+    and inquiry share the run was given; not the thread counts (`profiles.UNNAMED_OVERRIDES`)."""
     kinds = ("data", "checkpoints", *SETTING_KINDS[STAGE_KINDS[stage]])
     return {
         "stage": stage,
         "steps": steps,
         "inquiry_share": inquiry_share,
-        **{f: getattr(profile, f) for f in fields_affecting(*kinds)},
+        **{f: getattr(profile, f) for f in fields_affecting(*kinds) if f not in UNNAMED_OVERRIDES},
     }
 
 
