@@ -52,13 +52,19 @@ class ShippedStageError(ValueError):
 def stage_settings(profile: Profile, stage: str, steps: int, inquiry_share: float) -> dict:
     """The resolved settings that shape `stage`: its own fields, the data's and the numerics', and the steps
     and inquiry share the run was given; not the thread counts (`profiles.UNNAMED_OVERRIDES`)."""
-    kinds = ("data", "checkpoints", *SETTING_KINDS[STAGE_KINDS[stage]])
     return {
         "stage": stage,
         "steps": steps,
         "inquiry_share": inquiry_share,
-        **{f: getattr(profile, f) for f in fields_affecting(*kinds) if f not in UNNAMED_OVERRIDES},
+        **{f: getattr(profile, f) for f in stage_fields(stage)},
     }
+
+
+def stage_fields(stage: str) -> tuple[str, ...]:
+    """The profile fields a stage's key reads: its own kinds', the data's and the numerics' (`profiles.AFFECTS`),
+    not the thread counts (`profiles.UNNAMED_OVERRIDES`)."""
+    kinds = ("data", "checkpoints", *SETTING_KINDS[STAGE_KINDS[stage]])
+    return tuple(f for f in fields_affecting(*kinds) if f not in UNNAMED_OVERRIDES)
 
 
 def stage_key(settings: dict, parent: str) -> str:
