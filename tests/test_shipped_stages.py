@@ -207,6 +207,15 @@ def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(pla
     assert shipped_stages.result_key(threads, "grpo_full", profile.grpo_steps, start) == key
     other = apply_overrides("smoke", {"sft_steps": 2, "val_tasks": 3, "torch_threads": 1})
     assert shipped_stages.result_key(other, "grpo_full", profile.grpo_steps, start) != key
+    # an extra training seed is a stage of its own: keyed, and its name says the seed it was trained with
+    from inquire_lib.training.configs import train_seed
+
+    assert shipped_stages.kind_of("grpo_full_s2") == "grpo" and shipped_stages.kind_of("sft_more") is None
+    assert shipped_stages.seed_of("grpo_full_s2") == ("grpo_full", 2) and shipped_stages.seed_of("grpo_full")[1] == 0
+    seeded = profile.replace(train_seed=train_seed(profile) + 2)
+    assert shipped_stages.result_key(seeded, "grpo_full_s2", profile.grpo_steps, start) not in (None, key)
+    assert cli.main(["ship", "sft_more", "--profile", "smoke"]) == 2
+    assert "not a stage that ships" in capsys.readouterr().err
     # another start is another key; stage 3 from this one is keyed under it
     assert shipped_stages.result_key(profile, "grpo_full", profile.grpo_steps, str(out / "final")) != key
     assert shipped_stages.result_key(profile, "grpo_task", 1, str(out / "final")) is not None

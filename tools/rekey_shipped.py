@@ -131,7 +131,7 @@ def main(argv=None) -> int:
         # stage 1 before 2 before 3: a later stage's parent is an earlier stage's key
         for path, manifest in sorted(
             ((p, json.loads(p.read_text())) for p in shipped_stages.STAGES_ROOT.glob("*/manifest.json")),
-            key=lambda pm: (STAGE_ORDER[shipped_stages.STAGE_KINDS[pm[1]["stage"]]], pm[0].name),
+            key=lambda pm: (STAGE_ORDER[shipped_stages.kind_of(pm[1]["stage"])], pm[0].name),
         ):
             key, new = plan_stage(manifest, path, renamed_keys)
             if key != manifest["key"]:
