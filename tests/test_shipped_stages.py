@@ -56,11 +56,13 @@ def test_a_shipped_resume_point_is_gone_on_from_and_a_shipped_result_is_installe
     assert record["seconds_total"] > record["seconds"]  # the shipped sitting's seconds are counted in
 
     m = shipped_stages.ship(first.path, "sft_full", settings, parent, command="c")
-    assert m["kind"] == "final" and set(m["files"]) == set(shipped_stages.FINAL_FILES)
+    assert m["kind"] == "final" and set(m["files"]) == {*shipped_stages.FINAL_FILES, "inquire_train.json"}
     shutil.rmtree(out)
     monkeypatch.setattr(sft, "_run_sft", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("trained")))
     installed = sft.sft(profile, name="sft_full", inquiry_share=1.0)
     assert installed.seconds == 0.0 and is_complete(installed.path)
+    shipped_record = json.loads((shipped_stages.STAGES_ROOT / m["name"] / "inquire_train.json").read_text())
+    assert installed.log_history == shipped_record["log_history"] != []  # its curves come along
     meta = json.loads((out / "final" / "inquire_train.json").read_text())
     assert meta["shipped"]["key"] == m["key"] and meta["base"] == sft.base_agent(profile)
     with pytest.raises(RuntimeError, match="trained"):
@@ -168,6 +170,7 @@ def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(pla
     assert shipped_stages.result_key(profile, "grpo_full", 2, None) is None
 
     trained = grpo_stage.grpo(profile, start=start, name="grpo_full")
+    assert shipped_stages.provenance(trained.path).startswith(f"trained here: {profile.grpo_steps} steps, ")
     key = shipped_stages.result_key(profile, "grpo_full", profile.grpo_steps, start)
     assert read_marker(trained.path)["key"] == key != sft_key
     record = select_checkpoint(profile, "grpo_full", "sft_full")
@@ -200,6 +203,8 @@ def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(pla
     assert again["selected_step"] == record["selected_step"] and checkpoint_path(profile, "grpo_full") == installed.path
     meta = json.loads((out / "final" / "inquire_train.json").read_text())
     assert meta["shipped"]["key"] == key and meta["base"] == sft.base_agent(profile)
+    said = shipped_stages.provenance(installed.path)
+    assert said.startswith(f"shipped result grpo_full-{key}: `{m['command']}`, {m['examples']} examples (prompts")
     with pytest.raises(RuntimeError, match="trained"):
         grpo_stage.grpo(profile, start=start, name="grpo_full", rebuild=True)
     # the thread count is not a setting that shapes it, another validation size is

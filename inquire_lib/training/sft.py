@@ -22,6 +22,7 @@ import torch
 from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark, benchmark_fingerprint, sft_split
 from ..profiles import Profile, fields_affecting, get_profile
+from ..runs.hardware import device_stamp
 from ..runs.integrity import finished_output, last_complete_checkpoint
 from ..runs.keys import settings_key
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
@@ -369,7 +370,8 @@ def _from_shipped(profile: Profile, name: str, steps: int, share: float, out_dir
         final = out_dir / "final"
         if not finished_output(final):
             shipped_stages.install(manifest, out_dir, base=base_agent(profile))
-        return TrainResult(str(final), True, [], manifest.get("examples", 0), 0.0)
+        record = json.loads((final / "inquire_train.json").read_text())
+        return TrainResult(str(final), True, record.get("log_history", []), manifest.get("examples", 0), 0.0)
     have = last_complete_checkpoint(out_dir)
     if have is None or int(Path(have).name.split("-")[-1]) < manifest["step"]:
         shipped_stages.install(manifest, out_dir, base=base_agent(profile))
@@ -435,6 +437,8 @@ def _run_sft(
             "steps": steps,
             "config": record,
             "torch_threads": profile.torch_threads,
+            "device": device_stamp(),
+            "log_history": trainer.state.log_history,
             **({"key": key} if key else {}),
         },
         key=key,

@@ -32,8 +32,8 @@ SEED_NAME = re.compile(r"^(grpo_full|grpo_weak)_s([1-9][0-9]*)$")
 # evaluation shape it too
 SETTING_KINDS = {"sft": ("sft",), "grpo": ("grpo", "eval"), "task_grpo": ("task_grpo",)}
 FINAL_FILES = ("adapter_model.safetensors", "adapter_config.json")
-# beside a later stage's finished adapter: its training record (log history, samples, the choice on validation
-# and its ask bias) and the selection's validation curve, which the notebooks plot without training again
+# beside a finished adapter: its training record (log history, samples; a GRPO stage's choice on validation and
+# its ask bias) and the selection's validation curve, which the notebooks plot without training again
 RECORD_FILES = ("inquire_train.json", "selection.json")
 # a resume point leaves out the optimizer's moments (`optimizer.pt`, twice the adapter: over the repository's
 # 25 MB a file); the trainer starts them anew where it goes on, with the step restored, and the schedule is
@@ -129,8 +129,7 @@ def ship(
     shipped folder, written whole or not at all; returns the manifest."""
     source = Path(source)
     kind = "resume" if (source / "trainer_state.json").exists() else "final"
-    later = kind_of(stage) != "sft"
-    wanted = RESUME_FILES if kind == "resume" else (*FINAL_FILES, *(RECORD_FILES if later else ()))
+    wanted = RESUME_FILES if kind == "resume" else (*FINAL_FILES, *RECORD_FILES)
     names = [n for n in wanted if (source / n).exists()]
     missing = sorted(set(FINAL_FILES) - set(names))
     if missing:
@@ -254,3 +253,25 @@ def install(manifest: dict, out_dir: str | Path, base: str, root: str | Path | N
         else:
             write_marker(tmp, step=manifest["step"], seconds=manifest["seconds"], key=manifest["key"])
     return dest
+
+
+def provenance(path: str | Path | None) -> str:
+    """One line saying where the checkpoint at `path` comes from: a shipped result (the command that trained it,
+    the examples it saw, its training time and machines) or a run trained here (its steps, time and machine)."""
+    record_path = Path(path) / RECORD_FILES[0] if path is not None else None
+    if record_path is None or not record_path.is_file():
+        return f"{path}: no training record (the untrained model or a checkpoint made elsewhere)"
+    record = json.loads(record_path.read_text())
+    m = record.get("shipped")
+    if m is not None:
+        kinds = sorted({str((s.get("device") or {}).get("cpu_kind")) for s in m.get("sittings", [])}) or [_machine(m)]
+        seconds = float(m.get("seconds") or 0.0)
+        return (
+            f"shipped result {m['name']}: `{m['command']}`, {m.get('examples')} examples "
+            f"({m.get('examples_note', 'training examples')}), {seconds / 3600:.2f} h of training on "
+            f"{', '.join(kinds)}"
+        )
+    device = (record.get("device") or {}).get("cpu_kind", "an unrecorded machine")
+    steps = record.get("steps") or (record.get("config") or {}).get("max_steps")
+    return f"trained here: {steps} steps, {float(record.get('seconds') or 0.0):.0f} s on {device}"
+
