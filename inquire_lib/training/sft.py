@@ -22,7 +22,6 @@ import torch
 from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark, benchmark_fingerprint, sft_split
 from ..profiles import Profile, fields_affecting, get_profile
-from ..runs.hardware import device_stamp
 from ..runs.integrity import finished_output, last_complete_checkpoint
 from ..runs.keys import settings_key
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
@@ -437,7 +436,6 @@ def _run_sft(
             "steps": steps,
             "config": record,
             "torch_threads": profile.torch_threads,
-            "device": device_stamp(),
             "log_history": trainer.state.log_history,
             **({"key": key} if key else {}),
         },
