@@ -234,6 +234,10 @@ def _train(args) -> int:
         )
     elif args.stage == "grpo":
         start = _checkpoint(profile, args.start or "sft_full")
+        if args.seed:  # an extra training seed of the stage, as `stages.grpo_seeds` trains it
+            from .training.configs import train_seed
+
+            profile, name = profile.replace(train_seed=train_seed(profile) + args.seed), f"{name}_s{args.seed}"
         res = grpo_stage.grpo(
             profile, start=start, name=name, resume=args.resume, max_steps=args.max_steps, rebuild=args.rebuild or None
         )
@@ -319,7 +323,12 @@ def _ship(args) -> int:
         raise UsageError(str(exc)) from None
     run_named_by_overrides(profile)
     out_dir = artifacts_dir(profile) / args.stage
-    if shipped_stages.STAGE_KINDS[args.stage] != "sft":
+    if shipped_stages.kind_of(args.stage) is None:
+        raise UsageError(
+            f"{args.stage}: not a stage that ships ({', '.join(shipped_stages.STAGE_KINDS)}, or a GRPO stage's seed "
+            "such as grpo_weak_s1)"
+        )
+    if shipped_stages.kind_of(args.stage) != "sft":
         return _ship_later(profile, args.stage, out_dir)
     final = out_dir / "final"
     source = final if finished_output(final) else last_complete_checkpoint(out_dir)
@@ -385,7 +394,12 @@ def _ship_later(profile, stage: str, out_dir) -> int:
     from .runs.integrity import finished_output, read_marker
     from .training import shipped_stages
 
-    kind = shipped_stages.STAGE_KINDS[stage]
+    from .training.configs import train_seed
+
+    kind = shipped_stages.kind_of(stage)
+    base_name, offset = shipped_stages.seed_of(stage)
+    if offset:  # the run of an extra seed was trained with the seed it names
+        profile = profile.replace(train_seed=train_seed(profile) + offset)
     source = next((out_dir / f for f in ("selected", "final") if finished_output(out_dir / f)), None)
     if source is None:
         raise UsageError(f"{out_dir}: no finished result to ship (a later stage ships once it has finished)")
@@ -407,7 +421,8 @@ def _ship_later(profile, stage: str, out_dir) -> int:
         stage,
         shipped_stages.stage_settings(profile, stage, steps, None),
         shipped_stages.start_key(record["start"]),
-        command=f"inquire train {LATER_COMMANDS[kind]} --profile {profile.name}{sets} --name {stage} --start {start_name}{select}",
+        command=f"inquire train {LATER_COMMANDS[kind]} --profile {profile.name}{sets} --name {base_name} --start "
+        f"{start_name}{select}{f' --seed {offset}' if offset else ''}",
         extra={
             "step": steps,
             "profile": profile.name,
@@ -646,6 +661,12 @@ def _parser() -> argparse.ArgumentParser:
         "--rebuild", action="store_true", help="train it here even where a result is shipped for these settings"
     )
     t.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="grpo: train the stage's k-th extra training seed (training seed + k) into <name>_s<k>, as stages.grpo_seeds does",
+    )
+    t.add_argument(
         "--select",
         action="store_true",
         help="grpo: then choose among the kept checkpoints on the validation split (`training.selection`)",
@@ -674,8 +695,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     sh.add_argument(
         "stage",
-        choices=["sft_full", "sft_weak", "grpo_full", "grpo_weak", "grpo_task"],
-        help="the stage whose result is shipped",
+        help="the stage whose result is shipped: sft_full, sft_weak, grpo_full, grpo_weak (and their seeds, "
+        "e.g. grpo_weak_s1), grpo_task",
     )
     _run_settings(sh, "the overrides the stage was trained with")
     sh.add_argument(

@@ -56,6 +56,7 @@ from .stages import (
 from .training import task_grpo
 from .training.checkpoints import available_checkpoints, checkpoint_path
 from .training.configs import GRPO_SETTINGS
+from .training.shipped_stages import provenance
 from .viz import closing, explore, inspector, plots, report
 from .viz import overlays as viz
 
@@ -105,6 +106,7 @@ __all__ = [  # what the notebooks use
     "operating_curves",
     "show_fig",
     "compare_agents",
+    "provenance",
 ]
 
 

@@ -28,7 +28,10 @@ TOKENIZER_SLOTS = ("apart", "joined")
 # What a field's value reaches, named in each field's metadata ("affects"). The cache keys and records
 # that name fields are built from these (`fields_affecting`), so a new field is classified once, here.
 AFFECTS: dict[str, str] = {
-    "data": "which tasks and steps the splits, drills and probe sets hold (`data.benchmark`'s caches)",
+    "data": "which tasks and steps the training and validation splits, drills and probe sets hold (`data.benchmark`'s "
+    "caches)",
+    "test": "which held-out tasks and inquiry probes the test evaluation scores: no stage trains or chooses on them, "
+    "so they are in no stage's key (an evaluation is keyed by its items instead)",
     "tokenizer": "the tiny model's cached weights and tokenizer (`training.models.tiny_dir`)",
     "base_agent": "stage 0: an override gets a cached base agent of its own (`training.sft.BASE_AGENT_FIELDS`)",
     "checkpoints": "every stage's training: the model, numerics and seeds all stages share",
@@ -682,7 +685,7 @@ class Profile:
     )
     eval_tasks: int = field(
         default=120,
-        metadata={"help": "held-out test tasks evaluated (the step-level test is their steps)", "affects": ("data",)},
+        metadata={"help": "held-out test tasks evaluated (the step-level test is their steps)", "affects": ("test",)},
     )
     # When its tasks hold fewer, the inquiry steps of the split's next tasks join it as probes
     # (`data.benchmark.inquiry_probes`; their other steps are left out) that count toward step ISR only, so ISR's
@@ -692,7 +695,7 @@ class Profile:
         default=0,
         metadata={
             "help": "the step-level test holds at least this many inquiry steps, topped up with probes (0: no probes)",
-            "affects": ("data",),
+            "affects": ("test",),
         },
     )
     val_inquiry_steps: int = field(

@@ -82,7 +82,7 @@ def test_a_field_without_metadata_is_reported():
 
     found = [line for line in unclassified_fields(WithNewField) if line.startswith(("new_knob:", "typo_knob:"))]
     assert found[0] == "new_knob: no one-line help"
-    assert found[1].startswith("new_knob: affects None is not a non-empty tuple of data, tokenizer")
+    assert found[1].startswith("new_knob: affects None is not a non-empty tuple of data, test, tokenizer")
     assert found[2].startswith("typo_knob: affects ('evall',)")
     assert len(found) == 3
 
@@ -115,7 +115,7 @@ def test_fields_affecting_keeps_declaration_order_and_refuses_unknown_words():
     derived = fields_affecting("base_agent", "eval")
     assert list(derived) == sorted(derived, key=order.index)
     assert set(derived) == BASE_AGENT | EVAL
-    with pytest.raises(ValueError, match="unknown kind 'evals'; AFFECTS has data, tokenizer"):
+    with pytest.raises(ValueError, match="unknown kind 'evals'; AFFECTS has data, test, tokenizer"):
         fields_affecting("evals")
     assert "run" in AFFECTS and fields_affecting("ablations") == (
         "ablation_sft_steps",

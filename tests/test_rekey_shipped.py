@@ -59,3 +59,16 @@ def test_a_move_keeps_every_file_and_writes_the_manifest_last(tmp_path):
     assert not old.exists()
     assert (tmp_path / "base-agent-bbb" / "model.safetensors").read_bytes() == b"weights"
     assert json.loads((tmp_path / "base-agent-bbb" / "manifest.json").read_text()) == {"key": "bbb"}
+
+
+def test_a_field_a_stage_key_no_longer_reads_is_dropped_whatever_its_value():
+    from inquire_lib.training import shipped_stages
+    from inquire_lib.training.sft import run_key
+
+    [path] = sorted(shipped_stages.STAGES_ROOT.glob("sft_full-*/manifest.json"))
+    old = json.loads(path.read_text())
+    old = {**old, "key": "000000000000", "settings": {**old["settings"], "eval_tasks": 7, "eval_inquiry_steps": 9}}
+    key, new = rekey_shipped.plan_stage(old, path, {})
+    assert key == run_key(get_profile("small"), "sft_full", old["settings"]["steps"], 1.0) == new["key"]
+    assert "eval_tasks" not in new["settings"] and "eval_inquiry_steps" not in new["settings"]
+    assert new["name"] == f"sft_full-{key}" and new["parent"] == old["parent"]

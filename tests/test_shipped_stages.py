@@ -56,11 +56,13 @@ def test_a_shipped_resume_point_is_gone_on_from_and_a_shipped_result_is_installe
     assert record["seconds_total"] > record["seconds"]  # the shipped sitting's seconds are counted in
 
     m = shipped_stages.ship(first.path, "sft_full", settings, parent, command="c")
-    assert m["kind"] == "final" and set(m["files"]) == set(shipped_stages.FINAL_FILES)
+    assert m["kind"] == "final" and set(m["files"]) == {*shipped_stages.FINAL_FILES, "inquire_train.json"}
     shutil.rmtree(out)
     monkeypatch.setattr(sft, "_run_sft", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("trained")))
     installed = sft.sft(profile, name="sft_full", inquiry_share=1.0)
     assert installed.seconds == 0.0 and is_complete(installed.path)
+    shipped_record = json.loads((shipped_stages.STAGES_ROOT / m["name"] / "inquire_train.json").read_text())
+    assert installed.log_history == shipped_record["log_history"] != []  # its curves come along
     meta = json.loads((out / "final" / "inquire_train.json").read_text())
     assert meta["shipped"]["key"] == m["key"] and meta["base"] == sft.base_agent(profile)
     with pytest.raises(RuntimeError, match="trained"):
@@ -168,6 +170,7 @@ def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(pla
     assert shipped_stages.result_key(profile, "grpo_full", 2, None) is None
 
     trained = grpo_stage.grpo(profile, start=start, name="grpo_full")
+    assert shipped_stages.provenance(trained.path).startswith(f"trained here: {profile.grpo_steps} steps, ")
     key = shipped_stages.result_key(profile, "grpo_full", profile.grpo_steps, start)
     assert read_marker(trained.path)["key"] == key != sft_key
     record = select_checkpoint(profile, "grpo_full", "sft_full")
@@ -200,6 +203,8 @@ def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(pla
     assert again["selected_step"] == record["selected_step"] and checkpoint_path(profile, "grpo_full") == installed.path
     meta = json.loads((out / "final" / "inquire_train.json").read_text())
     assert meta["shipped"]["key"] == key and meta["base"] == sft.base_agent(profile)
+    said = shipped_stages.provenance(installed.path)
+    assert said.startswith(f"shipped result grpo_full-{key}: `{m['command']}`, {m['examples']} examples (prompts")
     with pytest.raises(RuntimeError, match="trained"):
         grpo_stage.grpo(profile, start=start, name="grpo_full", rebuild=True)
     # the thread count is not a setting that shapes it, another validation size is
@@ -207,6 +212,15 @@ def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(pla
     assert shipped_stages.result_key(threads, "grpo_full", profile.grpo_steps, start) == key
     other = apply_overrides("smoke", {"sft_steps": 2, "val_tasks": 3, "torch_threads": 1})
     assert shipped_stages.result_key(other, "grpo_full", profile.grpo_steps, start) != key
+    # an extra training seed is a stage of its own: keyed, and its name says the seed it was trained with
+    from inquire_lib.training.configs import train_seed
+
+    assert shipped_stages.kind_of("grpo_full_s2") == "grpo" and shipped_stages.kind_of("sft_more") is None
+    assert shipped_stages.seed_of("grpo_full_s2") == ("grpo_full", 2) and shipped_stages.seed_of("grpo_full")[1] == 0
+    seeded = profile.replace(train_seed=train_seed(profile) + 2)
+    assert shipped_stages.result_key(seeded, "grpo_full_s2", profile.grpo_steps, start) not in (None, key)
+    assert cli.main(["ship", "sft_more", "--profile", "smoke"]) == 2
+    assert "not a stage that ships" in capsys.readouterr().err
     # another start is another key; stage 3 from this one is keyed under it
     assert shipped_stages.result_key(profile, "grpo_full", profile.grpo_steps, str(out / "final")) != key
     assert shipped_stages.result_key(profile, "grpo_task", 1, str(out / "final")) is not None

@@ -46,6 +46,9 @@ REMOVED = {
 }
 
 
+STAGE_ORDER = {"sft": 0, "grpo": 1, "task_grpo": 2}
+
+
 class RekeyError(ValueError):
     """A shipped result that cannot be renamed: it was shaped by a removed field, or today's code disagrees."""
 
@@ -80,8 +83,10 @@ def plan_base_agent(manifest: dict, where: Path, renamed: dict[str, str]) -> tup
 
 
 def plan_stage(manifest: dict, where: Path, renamed_keys: dict[str, str]) -> tuple[str, dict]:
-    """The new key and manifest of a shipped stage result, under its renamed parent."""
-    settings = pruned(manifest["settings"], where)
+    """The new key and manifest of a shipped stage result, under its renamed parent. Fields its key no longer
+    reads (`shipped_stages.stage_fields`, e.g. the test split's size) are dropped whatever their value."""
+    read = {"stage", "steps", "inquiry_share", *shipped_stages.stage_fields(manifest["stage"])}
+    settings = {k: v for k, v in pruned(manifest["settings"], where).items() if k in read}
     profile = profile_of(manifest)
     today = shipped_stages.stage_settings(profile, manifest["stage"], settings["steps"], settings["inquiry_share"])
     if differences(settings, today):
@@ -110,6 +115,11 @@ def main(argv=None) -> int:
     ap.add_argument("--apply", action="store_true", help="move the folders (default: print what would move)")
     args = ap.parse_args(argv)
     renamed, renamed_keys, moves = {}, {}, []
+    # a result shipped under a parent's key before that parent was renamed finds it by the name it had
+    for path in [*shipped.SHIPPED_ROOT.glob("*/manifest.json"), *shipped_stages.STAGES_ROOT.glob("*/manifest.json")]:
+        manifest = json.loads(path.read_text())
+        if "rekeyed_from" in manifest:
+            renamed_keys[manifest["rekeyed_from"]] = manifest["key"]
     try:
         for path in sorted(shipped.SHIPPED_ROOT.glob("*/manifest.json")):
             manifest = json.loads(path.read_text())
@@ -118,11 +128,15 @@ def main(argv=None) -> int:
                 new["rekeyed_from"] = manifest["key"]
                 renamed[manifest["name"]], renamed_keys[manifest["key"]] = new["name"], key
                 moves.append((path.parent, path.parent.with_name(new["name"]), new))
-        for path in sorted(shipped_stages.STAGES_ROOT.glob("*/manifest.json")):
-            manifest = json.loads(path.read_text())
+        # stage 1 before 2 before 3: a later stage's parent is an earlier stage's key
+        for path, manifest in sorted(
+            ((p, json.loads(p.read_text())) for p in shipped_stages.STAGES_ROOT.glob("*/manifest.json")),
+            key=lambda pm: (STAGE_ORDER[shipped_stages.kind_of(pm[1]["stage"])], pm[0].name),
+        ):
             key, new = plan_stage(manifest, path, renamed_keys)
             if key != manifest["key"]:
                 new["rekeyed_from"] = manifest["key"]
+                renamed_keys[manifest["key"]] = key
                 moves.append((path.parent, path.parent.with_name(new["name"]), new))
     except RekeyError as e:
         print(f"rekey_shipped: {e}", file=sys.stderr)

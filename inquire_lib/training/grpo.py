@@ -19,7 +19,6 @@ import torch
 from ..agent.rewards import build_reward_funcs
 from ..data.benchmark import benchmark, grpo_detours, inquiry_need
 from ..profiles import Profile, get_profile
-from ..runs.hardware import device_stamp
 from ..runs.paths import artifacts_dir
 from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, grpo_config, lora_config
@@ -162,7 +161,6 @@ def grpo(
             "start_digest": start_digest,
             "adapter": (folder / "adapter_config.json").exists(),
             "base": base_of(start, profile),
-            "device": device_stamp(),
             "seconds": seconds,
             "rewards": list(reward_names),
             "config": record,

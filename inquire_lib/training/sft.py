@@ -343,7 +343,7 @@ def run_key(profile: Profile, name: str, steps: int, share: float) -> str | None
     """The content key of stage 1's run `name` from the base agent (`shipped_stages.stage_key`: its resolved
     settings under the base agent's key), which its checkpoints record and a resume checks; None for a run
     that is not one of the recipe's stages (e.g. the equal-compute control). Reads the profile only."""
-    if name not in shipped_stages.STAGE_KINDS:
+    if shipped_stages.kind_of(name) != "sft":
         return None
     settings = shipped_stages.stage_settings(profile, name, steps, share)
     return shipped_stages.stage_key(settings, base_agent_key(profile))
@@ -358,7 +358,7 @@ def stage_inquiry_share(profile: Profile, name: str) -> float:
 def _from_shipped(profile: Profile, name: str, steps: int, share: float, out_dir: Path) -> TrainResult | bool:
     """The shipped result of this stage for these settings, installed into `out_dir`: a finished one is
     returned; a shipped resume point is the checkpoint the trainer goes on from (True); False: none."""
-    if name not in shipped_stages.STAGE_KINDS:
+    if shipped_stages.kind_of(name) != "sft":
         return False
     settings = shipped_stages.stage_settings(profile, name, steps, share)
     manifest = shipped_stages.find(name, settings, base_agent_key(profile))
@@ -369,7 +369,8 @@ def _from_shipped(profile: Profile, name: str, steps: int, share: float, out_dir
         final = out_dir / "final"
         if not finished_output(final):
             shipped_stages.install(manifest, out_dir, base=base_agent(profile))
-        return TrainResult(str(final), True, [], manifest.get("examples", 0), 0.0)
+        record = json.loads((final / "inquire_train.json").read_text())
+        return TrainResult(str(final), True, record.get("log_history", []), manifest.get("examples", 0), 0.0)
     have = last_complete_checkpoint(out_dir)
     if have is None or int(Path(have).name.split("-")[-1]) < manifest["step"]:
         shipped_stages.install(manifest, out_dir, base=base_agent(profile))
@@ -435,6 +436,7 @@ def _run_sft(
             "steps": steps,
             "config": record,
             "torch_threads": profile.torch_threads,
+            "log_history": trainer.state.log_history,
             **({"key": key} if key else {}),
         },
         key=key,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -25,12 +26,14 @@ from ..runs.paths import REPO_ROOT, atomic_dir
 STAGES_ROOT = REPO_ROOT / "assets" / "stages"
 # what a stage's settings are read from (`profiles.AFFECTS`), beside the data and the numerics all stages share
 STAGE_KINDS = {"sft_full": "sft", "sft_weak": "sft", "grpo_full": "grpo", "grpo_weak": "grpo", "grpo_task": "task_grpo"}
+# a GRPO stage's extra training seeds (`stages.grpo_seeds`): `<stage>_s<k>`, trained with the training seed + k
+SEED_NAME = re.compile(r"^(grpo_full|grpo_weak)_s([1-9][0-9]*)$")
 # a stage 2 result is the checkpoint its validation pass chose (`training.selection`), so the settings of that
 # evaluation shape it too
 SETTING_KINDS = {"sft": ("sft",), "grpo": ("grpo", "eval"), "task_grpo": ("task_grpo",)}
 FINAL_FILES = ("adapter_model.safetensors", "adapter_config.json")
-# beside a later stage's finished adapter: its training record (log history, samples, the choice on validation
-# and its ask bias) and the selection's validation curve, which the notebooks plot without training again
+# beside a finished adapter: its training record (log history, samples; a GRPO stage's choice on validation and
+# its ask bias) and the selection's validation curve, which the notebooks plot without training again
 RECORD_FILES = ("inquire_train.json", "selection.json")
 # a resume point leaves out the optimizer's moments (`optimizer.pt`, twice the adapter: over the repository's
 # 25 MB a file); the trainer starts them anew where it goes on, with the step restored, and the schedule is
@@ -45,6 +48,18 @@ RESUME_FILES = (
 MAX_BYTES = 80 * 1024 * 1024  # one shipped result, all its files
 
 
+def kind_of(name: str) -> str | None:
+    """The stage kind of a run named `name` ("sft", "grpo", "task_grpo"): a recipe stage's or a GRPO stage's
+    extra seed's; None for any other run (a control, an ablation point), which is never shipped."""
+    return STAGE_KINDS.get(name) or ("grpo" if SEED_NAME.match(name) else None)
+
+
+def seed_of(name: str) -> tuple[str, int]:
+    """(the stage, the seed offset) of a run name: `grpo_weak_s2` is ("grpo_weak", 2), `grpo_weak` ("grpo_weak", 0)."""
+    found = SEED_NAME.match(name)
+    return (found.group(1), int(found.group(2))) if found else (name, 0)
+
+
 class ShippedStageError(ValueError):
     """A shipped stage result that cannot be used: a file missing or not the one its manifest names."""
 
@@ -52,13 +67,19 @@ class ShippedStageError(ValueError):
 def stage_settings(profile: Profile, stage: str, steps: int, inquiry_share: float) -> dict:
     """The resolved settings that shape `stage`: its own fields, the data's and the numerics', and the steps
     and inquiry share the run was given; not the thread counts (`profiles.UNNAMED_OVERRIDES`)."""
-    kinds = ("data", "checkpoints", *SETTING_KINDS[STAGE_KINDS[stage]])
     return {
         "stage": stage,
         "steps": steps,
         "inquiry_share": inquiry_share,
-        **{f: getattr(profile, f) for f in fields_affecting(*kinds) if f not in UNNAMED_OVERRIDES},
+        **{f: getattr(profile, f) for f in stage_fields(stage)},
     }
+
+
+def stage_fields(stage: str) -> tuple[str, ...]:
+    """The profile fields a stage's key reads: its own kinds', the data's and the numerics' (`profiles.AFFECTS`),
+    not the thread counts (`profiles.UNNAMED_OVERRIDES`)."""
+    kinds = ("data", "checkpoints", *SETTING_KINDS[kind_of(stage)])
+    return tuple(f for f in fields_affecting(*kinds) if f not in UNNAMED_OVERRIDES)
 
 
 def stage_key(settings: dict, parent: str) -> str:
@@ -77,7 +98,7 @@ def result_key(profile: Profile, stage: str, steps: int, start: str | Path | Non
     `start`: its settings under the start's key; None for a run that is not one of the recipe's stages or a start
     without a key, which is then trained and never shipped."""
     parent = start_key(start)
-    if stage not in STAGE_KINDS or STAGE_KINDS[stage] == "sft" or parent is None:
+    if kind_of(stage) in (None, "sft") or parent is None:
         return None
     return stage_key(stage_settings(profile, stage, steps, None), parent)
 
@@ -108,8 +129,7 @@ def ship(
     shipped folder, written whole or not at all; returns the manifest."""
     source = Path(source)
     kind = "resume" if (source / "trainer_state.json").exists() else "final"
-    later = STAGE_KINDS[stage] != "sft"
-    wanted = RESUME_FILES if kind == "resume" else (*FINAL_FILES, *(RECORD_FILES if later else ()))
+    wanted = RESUME_FILES if kind == "resume" else (*FINAL_FILES, *RECORD_FILES)
     names = [n for n in wanted if (source / n).exists()]
     missing = sorted(set(FINAL_FILES) - set(names))
     if missing:
@@ -227,9 +247,31 @@ def install(manifest: dict, out_dir: str | Path, base: str, root: str | Path | N
             shutil.copyfile(src / name, tmp / name)
         if manifest["kind"] == "final":
             trained = json.loads((tmp / RECORD_FILES[0]).read_text()) if RECORD_FILES[0] in manifest["files"] else {}
-            record = {"stage": STAGE_KINDS[manifest["stage"]], **trained, "base": base, "adapter": True}
+            record = {"stage": kind_of(manifest["stage"]), **trained, "base": base, "adapter": True}
             (tmp / RECORD_FILES[0]).write_text(json.dumps({**record, "shipped": manifest}))
             write_marker(tmp, key=manifest["key"])
         else:
             write_marker(tmp, step=manifest["step"], seconds=manifest["seconds"], key=manifest["key"])
     return dest
+
+
+def provenance(path: str | Path | None) -> str:
+    """One line saying where the checkpoint at `path` comes from: a shipped result (the command that trained it,
+    the examples it saw, its training time and machines) or a run trained here (its steps, time and machine)."""
+    record_path = Path(path) / RECORD_FILES[0] if path is not None else None
+    if record_path is None or not record_path.is_file():
+        return f"{path}: no training record (the untrained model or a checkpoint made elsewhere)"
+    record = json.loads(record_path.read_text())
+    m = record.get("shipped")
+    if m is not None:
+        kinds = sorted({str((s.get("device") or {}).get("cpu_kind")) for s in m.get("sittings", [])}) or [_machine(m)]
+        seconds = float(m.get("seconds") or 0.0)
+        return (
+            f"shipped result {m['name']}: `{m['command']}`, {m.get('examples')} examples "
+            f"({m.get('examples_note', 'training examples')}), {seconds / 3600:.2f} h of training on "
+            f"{', '.join(kinds)}"
+        )
+    device = (record.get("device") or {}).get("cpu_kind", "an unrecorded machine")
+    steps = record.get("steps") or (record.get("config") or {}).get("max_steps")
+    return f"trained here: {steps} steps, {float(record.get('seconds') or 0.0):.0f} s on {device}"
+

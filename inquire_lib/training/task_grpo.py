@@ -43,7 +43,6 @@ from ..profiles import Profile, get_profile
 from ..agent.prompts import frame_for, images_of, observation_record, prompt_messages, user_text
 from ..data.benchmark import screen_png, task_at
 from ..agent.task_rewards import COMPONENTS, task_reward
-from ..runs.hardware import device_stamp
 from ..runs.paths import artifacts_dir
 from .checkpoints import checkpoint_path
 from .configs import config_record, lora_config, task_grpo_config
@@ -381,7 +380,6 @@ def grpo_task(
             "start": start,
             "adapter": (folder / "adapter_config.json").exists(),
             "base": base_of(start, profile),
-            "device": device_stamp(),
             "seconds": seconds,
             "episodes": len(reward.episodes),
             "max_episode_steps": profile.max_episode_steps,
