@@ -274,4 +274,3 @@ def provenance(path: str | Path | None) -> str:
     device = (record.get("device") or {}).get("cpu_kind", "an unrecorded machine")
     steps = record.get("steps") or (record.get("config") or {}).get("max_steps")
     return f"trained here: {steps} steps, {float(record.get('seconds') or 0.0):.0f} s on {device}"
-
