@@ -242,10 +242,9 @@ def _train(args) -> int:
             profile, start=start, name=name, resume=args.resume, max_steps=args.max_steps, rebuild=args.rebuild or None
         )
         if args.select:
-            from .training.selection import select_on_validation, shipped_selection
+            from .training.selection import chosen_on_validation
 
-            out_dir = Path(res.path).parent
-            chosen = shipped_selection(profile, name, out_dir) or select_on_validation(profile, name, start, out_dir)
+            chosen = chosen_on_validation(profile, name, start, Path(res.path).parent)
             print(
                 f"{name}: chose step {chosen['selected_step']} on validation (constraints met: {chosen['constraints_met']})"
             )

@@ -194,7 +194,7 @@ def test_a_grpo_result_ships_with_its_choice_and_installs_by_its_start_s_key(pla
     shutil.rmtree(out)
     monkeypatch.setattr(grpo_stage, "fit", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("trained")))
     monkeypatch.setattr(
-        "inquire_lib.stages.train.select_on_validation",
+        "inquire_lib.training.selection.select_on_validation",
         lambda *a, **k: (_ for _ in ()).throw(RuntimeError("selected again")),
     )
     installed = grpo_stage.grpo(profile, start=start, name="grpo_full")

@@ -6,7 +6,7 @@ from ..profiles import Profile
 from ..runs.paths import artifacts_dir
 from ..training.checkpoints import checkpoint_path
 from ..training.grpo import grpo as _grpo
-from ..training.selection import select_on_validation, shipped_selection
+from ..training.selection import chosen_on_validation
 from ..training.sft import base_agent as _base_agent
 from ..training.sft import sft as _sft
 from .timed import timed
@@ -22,8 +22,4 @@ def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=Non
     afterwards `checkpoint_path(profile, name)` is the chosen one. A shipped result was chosen where it was
     trained: its choice is read back, not made again."""
     run = artifacts_dir(profile) / name
-    shipped = shipped_selection(profile, name, run, out_root)
-    if shipped is not None:
-        print(f"{name}: the shipped result's choice on validation read back (step {shipped.get('selected_step')})")
-        return shipped
-    return select_on_validation(profile, name, checkpoint_path(profile, start_name), run, out_root)
+    return chosen_on_validation(profile, name, checkpoint_path(profile, start_name), run, out_root)

@@ -113,17 +113,17 @@ def grpo(
     profile = get_profile(profile)
     reward_names = tuple(profile.reward_funcs if reward_names is None else reward_names)
     torch.set_num_threads(profile.torch_threads)
-    train_given, train = train, train if train is not None else grpo_records(profile)
-    train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
     out_dir = artifacts_dir(profile) / name
-    is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     steps = max_steps or profile.grpo_steps
-    key = shipped_stages.result_key(profile, name, steps, start) if train_given is None else None
+    key = shipped_stages.result_key(profile, name, steps, start) if train is None else None
     if key is not None and not shipped_stages.rebuilds(name, rebuild):
         installed = shipped_stages.install_final(profile, name, key, out_dir, base_of(start, profile))
         if installed is not None:
             shutil.rmtree(out_dir / "selected", ignore_errors=True)  # chosen among the checkpoints of an older run
             return installed
+    train = train if train is not None else grpo_records(profile)
+    train = train.remove_columns([c for c in ("completion",) if c in train.column_names])
+    is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     config = grpo_config(profile, out_dir, reward_names, steps)
     record = config_record(config)
     start_digest = model_digest(start, profile)

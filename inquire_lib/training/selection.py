@@ -189,6 +189,16 @@ def shipped_selection(profile: Profile, name: str, run: Path, out_root=None) -> 
     return record
 
 
+def chosen_on_validation(profile: Profile, name: str, start_path: str | None, run: Path, out_root=None) -> dict:
+    """The choice among run `name`'s checkpoints: read back where `run/final` is a shipped result that came with
+    one (`shipped_selection`), else made here (`select_on_validation`)."""
+    shipped = shipped_selection(profile, name, run, out_root)
+    if shipped is not None:
+        print(f"{name}: the shipped result's choice on validation read back (step {shipped.get('selected_step')})")
+        return shipped
+    return select_on_validation(profile, name, start_path, run, out_root)
+
+
 def _keep(run: Path, source: str | Path, meta: dict, selection: dict | None = None) -> None:
     """Copy the model files of checkpoint `source` to `run/selected` with the run's record `meta`
     (start, base, settings, the choice) and the validation pass that chose it (`selection`, or the one kept

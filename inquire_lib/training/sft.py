@@ -22,7 +22,7 @@ import torch
 from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark, benchmark_fingerprint, sft_split
 from ..profiles import Profile, fields_affecting, get_profile
-from ..runs.integrity import finished_output, last_complete_checkpoint
+from ..runs.integrity import last_complete_checkpoint
 from ..runs.keys import settings_key
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
 from ..runs.tracking import trainer_tracking, use_tracking
@@ -364,13 +364,9 @@ def _from_shipped(profile: Profile, name: str, steps: int, share: float, out_dir
     manifest = shipped_stages.find(name, settings, base_agent_key(profile))
     if manifest is None:
         return False
-    shipped_stages.check_data(manifest, benchmark_fingerprint(profile))
     if manifest["kind"] == "final":
-        final = out_dir / "final"
-        if not finished_output(final):
-            shipped_stages.install(manifest, out_dir, base=base_agent(profile))
-        record = json.loads((final / "inquire_train.json").read_text())
-        return TrainResult(str(final), True, record.get("log_history", []), manifest.get("examples", 0), 0.0)
+        return shipped_stages.install_final(profile, name, manifest["key"], out_dir, base_agent(profile))
+    shipped_stages.check_data(manifest, benchmark_fingerprint(profile))
     have = last_complete_checkpoint(out_dir)
     if have is None or int(Path(have).name.split("-")[-1]) < manifest["step"]:
         shipped_stages.install(manifest, out_dir, base=base_agent(profile))

@@ -192,7 +192,7 @@ def find(stage: str, settings: dict, parent: str, root: str | Path | None = None
 def install_final(
     profile: Profile, stage: str, key: str, out_dir: str | Path, base: str | None, root: str | Path | None = None
 ):
-    """A later stage's finished result shipped under `key`, installed as `out_dir/final` on the model `base`
+    """A stage's finished result shipped under `key`, installed as `out_dir/final` on the model `base`
     (here, where its start was put) unless a finished one is there, and returned as the trainer's result (its
     recorded log history and samples); None where none is shipped, or only a resume point."""
     from ..data.benchmark import benchmark_fingerprint
@@ -211,7 +211,12 @@ def install_final(
         f"{stage}: the shipped result installed ({manifest['command']}; {manifest.get('seconds')} s on {_machine(manifest)})"
     )
     return TrainResult(
-        str(final), True, rec.get("log_history", []), rec.get("n_examples", 0), 0.0, rec.get("samples", [])
+        str(final),
+        True,
+        rec.get("log_history", []),
+        rec.get("n_examples", manifest.get("examples", 0)),
+        0.0,
+        rec.get("samples", []),
     )
 
 
