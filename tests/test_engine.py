@@ -194,7 +194,7 @@ def test_a_stale_export_is_rebuilt_and_a_current_one_reused(tmp_path, monkeypatc
 
 def test_a_missing_exporter_is_one_line_naming_it(tmp_path, monkeypatch):
     monkeypatch.setenv("INQUIRE_EXPORT_VENV", str(tmp_path / "no-venv"))
-    monkeypatch.setattr(openvino, "export_key", lambda profile, path: KEY_A)
+    monkeypatch.setattr(openvino, "export_key", lambda profile, path, base=None: KEY_A)
     with pytest.raises(ExportError) as raised:
         openvino.export_openvino(SMOKE, "/ck", out=tmp_path / "out")
     assert str(raised.value) == (

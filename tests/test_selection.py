@@ -184,3 +184,45 @@ def test_the_same_weights_at_another_ask_bias_are_another_evaluation(tmp_path):
     assert bare == model_digest(str(tmp_path), smoke)
     (tmp_path / "inquire_train.json").write_text('{"ask_bias": -4.0}')
     assert played_digest(str(tmp_path), smoke) == bare + "+ask_bias=-4.0"
+
+
+@pytest.mark.parametrize(
+    "engine, bias, used", [("openvino", 0.0, "openvino"), ("openvino", 0.5, "hf"), ("hf", 0.0, "hf")]
+)
+def test_validation_plays_on_the_engine_the_test_evaluation_plays_on(monkeypatch, engine, bias, used):
+    from inquire_lib.profiles import get_profile
+    from inquire_lib.training import selection
+
+    calls = []
+
+    def loader(kind):
+        def load(profile, path, base=None):
+            calls.append((kind, path, base))
+            return "held"
+
+        return load
+
+    monkeypatch.setattr(selection, "loaded", loader("hf"))
+    monkeypatch.setattr(selection, "engine_loaded", loader("openvino"))
+    assert (
+        selection.on_engine(get_profile("smoke").replace(eval_engine=engine), "/run/checkpoint-10", "/base", bias)
+        == "held"
+    )
+    assert calls == [(used, "/run/checkpoint-10", "/base")]
+
+
+def test_a_trainers_checkpoint_takes_the_base_it_is_given(tmp_path):
+    import json
+
+    from inquire_lib.profiles import get_profile
+    from inquire_lib.training.models import base_of
+
+    smoke = get_profile("smoke")
+    adapter, full = tmp_path / "checkpoint-10", tmp_path / "full"
+    adapter.mkdir()
+    full.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    assert base_of(str(adapter), smoke, "/merged") == "/merged"
+    assert base_of(str(full), smoke, "/merged") == str(full)  # a full model is its own base
+    (adapter / "inquire_train.json").write_text(json.dumps({"base": "/recorded"}))
+    assert base_of(str(adapter), smoke) == "/recorded"

@@ -314,21 +314,26 @@ def load_model_and_processor(
     return model, processor
 
 
-def base_of(path: str | None, profile: Profile) -> str:
-    """The full-weights model under a training output (itself, unless it is an adapter)."""
+def base_of(path: str | None, profile: Profile, base: str | None = None) -> str:
+    """The full-weights model under a training output (itself, unless it is an adapter). `base`: the model under
+    an adapter whose folder does not name it (a trainer's checkpoint-<step> folder)."""
     if path is None:
         return model_path(profile)
     meta = Path(path) / "inquire_train.json"
     if (Path(path) / "adapter_config.json").exists():
+        if base is not None:
+            return str(base)
         return json.loads(meta.read_text())["base"] if meta.exists() else model_path(profile)
     return str(path)
 
 
-def load_checkpoint(profile: Profile, path: str | None, trainable: bool = False):
+def load_checkpoint(profile: Profile, path: str | None, trainable: bool = False, base: str | None = None):
     """Model + processor from a training output: an adapter dir goes on top of the model it was
-    trained on, a full model dir is loaded as is; None gives the untrained base."""
+    trained on (`base_of`), a full model dir is loaded as is; None gives the untrained base."""
     if path is not None and (Path(path) / "adapter_config.json").exists():
-        return load_model_and_processor(profile, checkpoint=base_of(path, profile), adapter=path, trainable=trainable)
+        return load_model_and_processor(
+            profile, checkpoint=base_of(path, profile, base), adapter=path, trainable=trainable
+        )
     return load_model_and_processor(profile, checkpoint=path, trainable=trainable)
 
 
@@ -365,10 +370,7 @@ def loaded(profile: Profile, path: str | None, base: str | None = None):
     `Loaded`, not the model, so the next model of a loop is loaded into the memory this one held, not
     beside it. `base`: the model under an adapter checkpoint whose folder does not name it (a trainer's
     checkpoint-<step> folder)."""
-    if base is not None and path is not None and (Path(path) / "adapter_config.json").exists():
-        held = Loaded(*load_model_and_processor(profile, checkpoint=base, adapter=path))
-    else:
-        held = Loaded(*load_checkpoint(profile, path))
+    held = Loaded(*load_checkpoint(profile, path, base=base))
     held.model = for_inference(held.model, profile)
     try:
         yield held
@@ -377,9 +379,9 @@ def loaded(profile: Profile, path: str | None, base: str | None = None):
         gc.collect()
 
 
-def model_digest(path: str | None, profile: Profile) -> str:
+def model_digest(path: str | None, profile: Profile, base: str | None = None) -> str:
     """What a model *is*, not where it lies: a sha256 over its weights and configs (an adapter's
-    together with its base's); the profile's base model for None; a hub id stands for itself."""
+    together with its base's, `base_of`); the profile's base model for None; a hub id stands for itself."""
     import hashlib
 
     from ..runs.integrity import content_digest
@@ -398,5 +400,5 @@ def model_digest(path: str | None, profile: Profile) -> str:
     if path is None:
         return one(model_path(profile))
     if (Path(path) / "adapter_config.json").exists():
-        return hashlib.sha256(f"{one(path)}+{one(base_of(path, profile))}".encode()).hexdigest()
+        return hashlib.sha256(f"{one(path)}+{one(base_of(path, profile, base))}".encode()).hexdigest()
     return one(path)

@@ -57,12 +57,15 @@ def optimum_cli() -> Path:
     return Path(os.environ.get("INQUIRE_EXPORT_VENV", EXPORTER)) / "bin" / "optimum-cli"
 
 
-def export_key(profile: Profile, path: str | None) -> str:
-    """sha256 over what the export of the checkpoint at `path` (None: the profile's base model) is made of."""
-    base = Path(model_path(profile))
+def export_key(profile: Profile, path: str | None, base: str | None = None) -> str:
+    """sha256 over what the export of the checkpoint at `path` (None: the profile's base model; `base`: the model
+    under an adapter whose folder does not name it, `training.models.base_of`) is made of."""
+    processor_base = Path(model_path(profile))
     body = {
-        "model": model_digest(path, profile),
-        "processor": content_digest(base, set(PROCESSOR_FILES)) if base.is_dir() else f"id:{base}",
+        "model": model_digest(path, profile, base),
+        "processor": (
+            content_digest(processor_base, set(PROCESSOR_FILES)) if processor_base.is_dir() else f"id:{processor_base}"
+        ),
         "pixels": [profile.min_pixels, profile.max_pixels],
         "weight_format": WEIGHT_FORMAT,
         "exporter": hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest(),
@@ -75,12 +78,16 @@ def export_dir(profile: Profile, key: str) -> Path:
 
 
 def export_openvino(
-    profile: Profile, path: str | None = None, out: str | Path | None = None, rebuild: bool = False
+    profile: Profile,
+    path: str | None = None,
+    out: str | Path | None = None,
+    rebuild: bool = False,
+    base: str | None = None,
 ) -> dict:
-    """The export of the checkpoint at `path` (None: the base model) in `out` (default: its cache folder):
-    reused when complete and made from this very checkpoint, else (or with `rebuild`) made again. Returns
-    {"folder", "key", "built", "seconds", "bytes"}."""
-    key = export_key(profile, path)
+    """The export of the checkpoint at `path` (None: the base model; `base` as in `export_key`) in `out` (default:
+    its cache folder): reused when complete and made from this very checkpoint, else (or with `rebuild`) made
+    again. Returns {"folder", "key", "built", "seconds", "bytes"}."""
+    key = export_key(profile, path, base)
     folder = Path(out) if out is not None else export_dir(profile, key)
     problem = None if rebuild else export_problem(folder, key)
     if not rebuild and problem is None:
@@ -92,7 +99,7 @@ def export_openvino(
         raise ExportError(f"{cli}: missing; `make install` installs the exporter's environment (.venv-export)")
     start = time.time()
     with atomic_dir(folder) as tmp, tempfile.TemporaryDirectory(prefix=".source.", dir=folder.parent) as src:
-        _source_copy(profile, path, Path(src))
+        _source_copy(profile, path, Path(src), base)
         _run_exporter(cli, Path(src), tmp, folder.parent / f"{folder.name}.export.log")
         seconds = round(time.time() - start, 1)
         record = {SOURCE_KEY: key, "checkpoint": str(path) if path else model_path(profile), "seconds": seconds}
@@ -110,12 +117,12 @@ def _pins() -> list[str]:
     return [line for line in REQUIREMENTS.read_text().splitlines() if line and not line.startswith("#")]
 
 
-def _source_copy(profile: Profile, path: str | None, src: Path) -> None:
+def _source_copy(profile: Profile, path: str | None, src: Path, base: str | None = None) -> None:
     """The checkpoint as one full fp32 model folder (an adapter merged into its base) with the processor the
     workbench evaluates with (the base model's, at the profile's image size), in `src`."""
     # full weights whatever the profile trains in: a 4-bit load would save its quantisation config, which the
     # exporter would try to honour (and the engine's weights are fp32 by design)
-    model, processor = load_checkpoint(profile.replace(load_in_4bit=False), path)
+    model, processor = load_checkpoint(profile.replace(load_in_4bit=False), path, base=base)
     if hasattr(model, "merge_and_unload"):
         model = model.merge_and_unload()
     model.save_pretrained(src)
@@ -187,10 +194,11 @@ def _run_exporter(cli: Path, src: Path, out: Path, log: Path) -> None:
 
 
 @contextmanager
-def engine_loaded(profile: Profile, path: str | None):
+def engine_loaded(profile: Profile, path: str | None, base: str | None = None):
     """`with engine_loaded(profile, path) as m:` the OpenVINO engine over the export of the checkpoint at `path`
-    (made when absent or stale) as `m.model`, with the HF processor that builds the prompts as `m.processor`."""
-    export = export_openvino(profile, path)
+    (made when absent or stale; `base` as in `export_key`) as `m.model`, with the HF processor that builds the
+    prompts as `m.processor`."""
+    export = export_openvino(profile, path, base=base)
     processor = load_processor(model_path(profile), profile)
     engine = open_engine(
         export["folder"],

@@ -19,6 +19,10 @@ With `select_ask_biases`, the chosen checkpoint then gets an operating point (`c
 bias on its tool call's ask decision, nearest zero first, under which the validation tasks played online
 keep that share at most `select_bias_max_needless_episodes`. Weights and choice stay; the step and task evaluations
 of the checkpoint apply the bias (`training.checkpoints.ask_bias_of`).
+
+The passes run on the engine the test evaluation plays on (`Profile.eval_engine`, `training.openvino.engine_of`),
+so a checkpoint is chosen by the answers it is then scored by; the search over ask biases stays on HF (a bias is
+a logits processor).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from ..evaluation.episodes import model_policy, run_episodes
 from ..data.benchmark import validation_records, validation_tasks
 from ..evaluation.steps import generate, score
 from .models import loaded
+from .openvino import engine_loaded, engine_of
 from ..profiles import Profile
 from ..agent.prompts import frame_for
 from ..runs.hardware import device_stamp
@@ -102,9 +107,14 @@ def checkpoints(run: Path, last_step: int) -> list[tuple[int, Path]]:
     return found
 
 
+def on_engine(profile: Profile, path: str | None, base: str | None = None, ask_bias: float = 0.0):
+    """`with on_engine(...) as m:` the checkpoint on the engine an evaluation plays it on (`engine_of`)."""
+    return (loaded if engine_of(profile, ask_bias) == "hf" else engine_loaded)(profile, path, base)
+
+
 def validate(profile: Profile, path: str | None, records: list[dict], base: str | None = None) -> dict:
     """Overall validation metrics (value only) of one checkpoint, greedy as in the test evaluation."""
-    with loaded(profile, path, base) as m:
+    with on_engine(profile, path, base) as m:
         raw = generate(m.model, m.processor, records, profile, progress=False)
     frame = frame_for(profile)
     overall = step_metrics([score(r, rec, profile, frame) for r, rec in zip(raw, records)])["overall"]
@@ -117,7 +127,7 @@ def needless_episode_share(
     """The share of `tasks`, played online and greedily by one checkpoint (with `ask_bias` on its ask
     decision), with at least one needless inquiry: the task-level `needless_rate` of
     `evaluation.metrics.task_rates`."""
-    with loaded(profile, path, base) as m:
+    with on_engine(profile, path, base, ask_bias) as m:
         played = run_episodes(model_policy(m.model, m.processor, profile, ask_bias=ask_bias), tasks, profile)
     return task_rates(played)["needless_rate"]["value"]
 
@@ -154,6 +164,7 @@ def select_on_validation(profile: Profile, name: str, start_path: str | None, ru
         "checkpoint": name,
         "profile": profile.name,
         "device": device_stamp(),
+        "eval_engine": engine_of(profile),
         "validation_tasks": profile.val_tasks,
         "validation_steps": len(records),
         "max_needless_steps": profile.select_max_needless_steps,
