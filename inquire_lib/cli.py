@@ -414,7 +414,6 @@ def _ship_later(profile, stage: str, out_dir) -> int:
     start_name = Path(record["start"]).parent.name
     sets = "".join(f" --set {k}={v}" for k, v in profile.overrides if k not in UNNAMED_OVERRIDES)
     select = " --select" if source.name == "selected" else ""
-    per_step = profile.grpo_prompts_per_step
     m = shipped_stages.ship(
         source,
         stage,
@@ -427,13 +426,9 @@ def _ship_later(profile, stage: str, out_dir) -> int:
             "profile": profile.name,
             "start": start_name,
             "data_fingerprint": benchmark_fingerprint(profile),
-            "examples": record.get("episodes") if kind == "task_grpo" else steps * per_step,
-            "examples_note": "episodes played"
-            if kind == "task_grpo"
-            else "prompts, each with num_generations completions",
+            **shipped_stages.later_extent(kind, record, steps, profile),
             "of_steps": steps,
             "device": record.get("device") or device_stamp(),
-            "seconds": record.get("seconds"),
             "seconds_note": "training seconds; the choice on validation is not counted",
             **({"selected_step": record.get("selected_step"), "ask_bias": record.get("ask_bias")} if select else {}),
         },

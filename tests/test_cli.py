@@ -297,3 +297,18 @@ def test_a_reader_that_stops_early_gets_no_error_line():
     done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, timeout=120)
     assert done.stdout.splitlines()[0].startswith("profile cpu: ") and len(done.stdout.splitlines()) == 2
     assert done.stderr == "" and done.returncode == 0
+
+
+def test_a_later_stage_ships_what_all_its_sittings_saw_and_cost():
+    from inquire_lib.training.shipped_stages import later_extent
+
+    small = apply_overrides("small", {})
+    # stage 3 resumed from its third step: the record's episodes and seconds are the last sitting's
+    resumed = {"seconds": 1293.1, "seconds_total": 2241.3, "episodes": 8}
+    assert later_extent("task_grpo", resumed, 4, small) == {
+        "examples": 4 * 2 * 4,
+        "examples_note": "episodes played",
+        "seconds": 2241.3,
+    }
+    once = later_extent("grpo", {"seconds": 1463.0}, 30, small)
+    assert (once["examples"], once["seconds"]) == (60, 1463.0)

@@ -112,6 +112,19 @@ def rebuilds(stage: str, rebuild: bool | None = None) -> bool:
     return stage in asked or "all" in asked
 
 
+def later_extent(kind: str, record: dict, steps: int, profile: Profile) -> dict:
+    """What a later stage's finished run saw and cost over all its sittings, for its manifest: GRPO's prompts
+    (each with `num_generations` completions), stage 3's episodes (`task_num_generations` per task, each step's
+    tasks `grpo_prompts_per_step`), and the training seconds of every sitting (`seconds_total`; a run never
+    resumed records only `seconds`). The record's own `episodes` counts only the last sitting's."""
+    prompts = steps * profile.grpo_prompts_per_step
+    return {
+        "examples": prompts * profile.task_num_generations if kind == "task_grpo" else prompts,
+        "examples_note": "episodes played" if kind == "task_grpo" else "prompts, each with num_generations completions",
+        "seconds": record.get("seconds_total", record.get("seconds")),
+    }
+
+
 def folder_of(stage: str, key: str, root: str | Path | None = None) -> Path:
     return Path(STAGES_ROOT if root is None else root) / f"{stage}-{key}"
 
