@@ -393,12 +393,9 @@ def _ship_later(profile, stage: str, out_dir) -> int:
     from .runs.integrity import finished_output, read_marker
     from .training import shipped_stages
 
-    from .training.configs import train_seed
-
     kind = shipped_stages.kind_of(stage)
     base_name, offset = shipped_stages.seed_of(stage)
-    if offset:  # the run of an extra seed was trained with the seed it names
-        profile = profile.replace(train_seed=train_seed(profile) + offset)
+    profile = shipped_stages.seeded(profile, stage)  # the run of an extra seed was trained with the seed it names
     source = next((out_dir / f for f in ("selected", "final") if finished_output(out_dir / f)), None)
     if source is None:
         raise UsageError(f"{out_dir}: no finished result to ship (a later stage ships once it has finished)")

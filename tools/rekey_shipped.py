@@ -87,7 +87,7 @@ def plan_stage(manifest: dict, where: Path, renamed_keys: dict[str, str]) -> tup
     reads (`shipped_stages.stage_fields`, e.g. the test split's size) are dropped whatever their value."""
     read = {"stage", "steps", "inquiry_share", *shipped_stages.stage_fields(manifest["stage"])}
     settings = {k: v for k, v in pruned(manifest["settings"], where).items() if k in read}
-    profile = profile_of(manifest)
+    profile = shipped_stages.seeded(profile_of(manifest), manifest["stage"])
     today = shipped_stages.stage_settings(profile, manifest["stage"], settings["steps"], settings["inquiry_share"])
     if differences(settings, today):
         raise RekeyError(f"{where}: today's settings differ: {'; '.join(differences(settings, today))}")

@@ -22,6 +22,7 @@ from ..profiles import UNNAMED_OVERRIDES, Profile, fields_affecting
 from ..runs.integrity import finished_output, read_marker, sha256_file, write_marker
 from ..runs.keys import settings_key
 from ..runs.paths import REPO_ROOT, atomic_dir
+from .configs import train_seed
 
 STAGES_ROOT = REPO_ROOT / "assets" / "stages"
 # what a stage's settings are read from (`profiles.AFFECTS`), beside the data and the numerics all stages share
@@ -58,6 +59,13 @@ def seed_of(name: str) -> tuple[str, int]:
     """(the stage, the seed offset) of a run name: `grpo_weak_s2` is ("grpo_weak", 2), `grpo_weak` ("grpo_weak", 0)."""
     found = SEED_NAME.match(name)
     return (found.group(1), int(found.group(2))) if found else (name, 0)
+
+
+def seeded(profile: Profile, stage: str) -> Profile:
+    """The profile a stage named `stage` was trained with: an extra seed's run (`grpo_weak_s1`) has the training
+    seed + its offset, as `stages.grpo_seeds` and `inquire train grpo --seed K` train it."""
+    offset = seed_of(stage)[1]
+    return profile.replace(train_seed=train_seed(profile) + offset) if offset else profile
 
 
 class ShippedStageError(ValueError):
