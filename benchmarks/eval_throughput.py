@@ -94,10 +94,17 @@ def int8_dynamic(model):
 
 
 def openvino_engine(
-    profile, checkpoint, records, naive: list[str], ours: list[str], threads: int, precision: str = "f32"
+    profile,
+    checkpoint,
+    records,
+    naive: list[str],
+    ours: list[str],
+    threads: int,
+    precision: str = "f32",
+    prefix_caching: bool = False,
 ) -> dict:
-    """The OpenVINO engine computing in `precision` on `records`, compared with the answers naive generate
-    and ours gave."""
+    """The OpenVINO engine computing in `precision` on `records` (with or without prefix caching), compared with
+    the answers naive generate and ours gave."""
     from inquire_lib.evaluation.engine import open_engine
     from inquire_lib.evaluation.steps import generate
     from inquire_lib.training.models import load_processor, model_path
@@ -106,7 +113,15 @@ def openvino_engine(
     export, export_s = timed(partial(export_openvino, profile, checkpoint))
     processor = load_processor(model_path(profile), profile)
     engine, open_s = timed(
-        partial(open_engine, export["folder"], export["key"], processor.tokenizer.eos_token_id, threads, precision)
+        partial(
+            open_engine,
+            export["folder"],
+            export["key"],
+            processor.tokenizer.eos_token_id,
+            threads,
+            precision,
+            prefix_caching,
+        )
     )
     outs, seconds = timed(partial(generate, engine, processor, records, profile, progress=False))
     from inquire_lib.agent.actions import parse_completion
@@ -117,6 +132,7 @@ def openvino_engine(
         "weights": "fp32",
         "precision": engine.precision,
         "kv_cache_precision": engine.kv_cache_precision,
+        "prefix_caching": engine.prefix_caching,
         "threads": threads,
         "parsed": sum(parse_completion(o).action is not None for o in outs),
         "identical_to_naive": sum(a == b for a, b in zip(outs, naive)),
@@ -148,6 +164,7 @@ def run(
     engine: str = "ours",
     openvino: bool = True,
     precisions=("f32",),
+    prefix_caching=(False,),
 ) -> dict:
     import torch
 
@@ -207,13 +224,16 @@ def run(
         "required_ratio": REQUIRED_RATIO,
         "identical_answers": sum(a == b for a, b in zip(naive, ours)),
     }
-    for precision in precisions if openvino else ():
+    variants = [(p, c) for p in precisions for c in prefix_caching] if openvino else []
+    for precision, caching in variants:
+        # the first variant asked for is the run's engine; each other one is kept beside it
+        name = "openvino" if (precision, caching) == variants[0] else f"openvino_{precision}" + "_prefix" * caching
         try:
-            ov = openvino_engine(profile, checkpoint, records, naive, ours, threads, precision)
+            ov = openvino_engine(profile, checkpoint, records, naive, ours, threads, precision, caching)
         except RuntimeError as exc:  # a precision this CPU's plugin refuses: recorded, the others still measured
-            if precision == precisions[0]:
+            if name == "openvino":
                 raise
-            result[f"openvino_{precision}"] = {"precision": precision, "error": " ".join(str(exc).split())[:300]}
+            result[name] = {"precision": precision, "error": " ".join(str(exc).split())[:300]}
             continue
         ov["vs_naive"] = round(naive_s / ov["seconds"], 3)
         ov["vs_ours"] = round(ours_s / ov["seconds"], 3)
@@ -223,8 +243,7 @@ def run(
             and ov["vs_ours"] >= ENGINE_REQUIRED["vs_ours"]
             and ov["identical_to_naive"] >= ENGINE_REQUIRED["identical_share"] * len(records)
         )
-        # the first precision asked for is the run's engine; each other one is kept beside it
-        result["openvino" if precision == precisions[0] else f"openvino_{precision}"] = ov
+        result[name] = ov
     print(
         f"naive {result['naive']['steps_per_s']} steps/s, ours {result['ours']['steps_per_s']} steps/s: "
         f"x{result['ratio']} on {result['cpu_kind']}; {result['identical_answers']}/{len(records)} identical; "
@@ -236,7 +255,7 @@ def run(
             print(f"openvino ({ov['precision']}): {ov['error']}")
             continue
         print(
-            f"openvino ({ov['precision']}) {ov['steps_per_s']} steps/s: x{ov['vs_naive']} naive, x{ov['vs_ours']} "
+            f"openvino ({ov['precision']}{', prefix caching' if ov['prefix_caching'] else ''}) {ov['steps_per_s']} steps/s: x{ov['vs_naive']} naive, x{ov['vs_ours']} "
             f"ours; {ov['identical_to_naive']}/{len(records)} identical to naive (fp32), {ov['identical_to_ours']} "
             f"to ours ({result['ours']['dtype']}); export {'built' if ov['export']['built'] else 'reused'} in "
             f"{ov['export']['seconds']} s, {ov['export']['bytes'] / 1e6:.0f} MB"
@@ -273,6 +292,13 @@ def main() -> None:
         help="what the OpenVINO engine computes in, each measured in turn (the first is the run's engine)",
     )
     ap.add_argument(
+        "--prefix-caching",
+        nargs="+",
+        default=["off"],
+        choices=("off", "on"),
+        help="the engine without and/or with prefix caching, each measured in turn for every precision",
+    )
+    ap.add_argument(
         "--out",
         default=None,
         help="the result file (default: results/eval_throughput.<machine>[.int8][.openvino].json)",
@@ -299,6 +325,7 @@ def main() -> None:
         args.engine,
         args.openvino,
         tuple(args.engine_precision),
+        tuple(c == "on" for c in args.prefix_caching),
     )
     # a run with the engine keeps a file of its own, beside the HF-only one that docs/lab/small.md cites
     suffix = "".join(f".{e}" for e in ([args.engine] if args.engine != "ours" else []) + ["openvino"] * args.openvino)

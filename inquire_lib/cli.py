@@ -302,6 +302,53 @@ def _learning_curve(args) -> int:
     return 0
 
 
+def _evaluate(args) -> int:
+    """Named checkpoints (or folders) on the test split, step by step and online in PhoneEnv, into the run that
+    `--run` or the overrides name (each evaluated once: a stored one with the same key is read back); then the
+    run's step and task tables. Checkpoint names are looked up in `--from-run`'s artifacts (default: the
+    current run's), so the same checkpoints can be scored under other settings, e.g. `--set user_answers=any`."""
+    import os
+    from pathlib import Path
+
+    from .profiles import OverrideError, apply_overrides, parse_overrides
+    from .runs.paths import RUN_NAME, run_dir, run_named_by_overrides
+    from .runs.summary import step_markdown, task_markdown
+    from .stages.evaluate import evaluate_checkpoint, evaluate_checkpoint_tasks
+    from .training.checkpoints import checkpoint_path
+
+    profile = _profile_or_usage(args.profile)
+    try:
+        profile = apply_overrides(profile, parse_overrides(args.set))
+    except OverrideError as exc:
+        raise UsageError(str(exc)) from None
+    os.environ[RUN_NAME[0]] = args.from_run  # where the names are looked up
+    paths = {}
+    for spec in args.checkpoints:
+        name, _, folder = spec.partition("=")
+        if folder and not Path(folder).is_dir():
+            raise UsageError(f"{folder}: no checkpoint folder there")
+        try:
+            paths[name] = folder or checkpoint_path(profile, name)
+        except FileNotFoundError as exc:
+            raise UsageError(str(exc)) from None
+    del os.environ[RUN_NAME[0]]
+    if args.run:
+        os.environ[RUN_NAME[0]] = args.run
+    run_named_by_overrides(profile)  # where the metrics go
+    for name, path in paths.items():
+        if args.level in ("step", "both"):
+            evaluate_checkpoint(profile, name, path=path)
+        if args.level in ("task", "both"):
+            evaluate_checkpoint_tasks(profile, name, path=path)
+    out = run_dir(profile)
+    print(f"run {out}")
+    if args.level in ("step", "both"):
+        print("Step level (held-out test steps, greedy; Wilson 95% CIs):\n" + step_markdown(out))
+    if args.level in ("task", "both"):
+        print("Task level (online in PhoneEnv, held-out tasks):\n" + task_markdown(out))
+    return 0
+
+
 def _ship(args) -> int:
     """Ship a later stage's result under assets/stages/: its finished adapter, or the last complete
     checkpoint of a run that has not finished (to go on from in another sitting), with its manifest."""
@@ -697,6 +744,28 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds the run was stopped (e.g. SIGSTOP) in the sitting being shipped, left out of its training seconds",
     )
     sh.set_defaults(fn=_ship)
+    ev = sub.add_parser(
+        "evaluate",
+        help="score checkpoints on the test split, step level and online (each once), and print the run's tables",
+        parents=[debug],
+    )
+    ev.add_argument(
+        "checkpoints",
+        nargs="+",
+        metavar="NAME[=FOLDER]",
+        help="a checkpoint name of the run's artifacts (sft_full, grpo_weak, ...), or NAME=FOLDER for any folder",
+    )
+    _run_settings(ev, "evaluate under these settings, e.g. --set user_answers=any (the older user)")
+    ev.add_argument(
+        "--run", default=None, help="the run the metrics go to (default: the one the overrides name, else default)"
+    )
+    ev.add_argument(
+        "--from-run",
+        default="default",
+        help="the run whose artifacts the checkpoint names are looked up in (default: default)",
+    )
+    ev.add_argument("--level", choices=("step", "task", "both"), default="both", help="step level, task level or both")
+    ev.set_defaults(fn=_evaluate)
     lc = sub.add_parser(
         "learning-curve",
         help="stage 1's learning curve of asking: each SFT checkpoint's fork margin on the validation (or test) split",

@@ -312,3 +312,27 @@ def test_a_later_stage_ships_what_all_its_sittings_saw_and_cost():
     }
     once = later_extent("grpo", {"seconds": 1463.0}, 30, small)
     assert (once["examples"], once["seconds"]) == (60, 1463.0)
+
+
+@pytest.mark.slow
+def test_evaluate_scores_named_checkpoints_into_the_run_the_overrides_name(tmp_path, capsys, monkeypatch):
+    """`inquire evaluate`: a checkpoint is looked up by name in the default run's artifacts and scored at step and
+    task level into the run its overrides name (here the older user), the tables printed with question quality;
+    a checkpoint that does not exist is one line and exit 2."""
+    monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("INQUIRE_RUN_NAME", "")
+    smoke = ["--profile", "smoke", "--set", "eval_tasks=2", "--set", "eval_inquiry_steps=2"]
+    assert cli.main(["evaluate", "untrained", *smoke, "--run", "content"]) == 0
+    assert cli.main(["evaluate", "untrained", *smoke, "--set", "user_answers=any", "--run", "older"]) == 0
+    out = capsys.readouterr().out
+    for run in ("content", "older"):
+        metrics = tmp_path / "runs" / "smoke" / run / "metrics"
+        step = json.loads((metrics / "step_untrained.json").read_text())
+        task = json.loads((metrics / "task_untrained.json").read_text())
+        assert step["overall"]["n"] > 0 and task["overall"]["n"] == 2
+        assert {"asks_answered", "uiq"} <= set(task["overall"]) and {"asks_answered", "uiq"} <= set(step["overall"])
+    assert out.count("| checkpoint | steps | format |") == 2 and out.count("| checkpoint | tasks | SR |") == 2
+    assert "asks answered | UIQ |" in out
+    assert cli.main(["evaluate", "grpo_full", "--profile", "smoke"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "grpo_full" in err[0] and "has not been trained" in err[0]

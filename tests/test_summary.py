@@ -34,7 +34,13 @@ def _write_run(root):
     )
     task = {
         "checkpoint": "sft_full",
-        "overall": {"n": 160, "success_rate": _rate(5, 160, 0.01, 0.07), "detour_success_rate": _rate(0, 0)},
+        "overall": {
+            "n": 160,
+            "success_rate": _rate(5, 160, 0.01, 0.07),
+            "detour_success_rate": _rate(0, 0),
+            "asks_answered": _rate(58, 72, 0.70, 0.88),
+            "uiq": {"value": 0.382, "lo": 0.338, "hi": 0.418, "n": 160},
+        },
     }
     (root / "metrics" / "task_sft_full.json").write_text(json.dumps(task))
     (root / "metrics" / "step_abl_sft_no_think_s0.json").write_text(
@@ -77,6 +83,8 @@ def test_summary_tables_carry_every_checkpoint_in_training_order(tmp_path):
     assert step_rows[0].strip("| ").split(" | ")[5] == "-"  # no inquiry steps: no rate
     task = next(r for r in rows if r.startswith("| sft_full | 160"))
     assert "0.03 (0.01-0.07) 5/160" in task and task.count(" - ") == 6
+    # question quality: asks answered with its counts, UIQ (a pooled ratio, no counts) with its episodes
+    assert task.strip("| ").split(" | ")[-2:] == ["0.81 (0.70-0.88) 58/72", "0.38 (0.34-0.42) n=160"]
     assert "| 02_sft_qlora | ok | 10.0 |" in text and "| 03_grpo_action_level | failed | 1.5 |" in text
     assert "| total |  | 11.5 |" in text
     assert "abl_sft_no_think_s0 |" not in text and "(1 ablation points not shown" in text

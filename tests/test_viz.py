@@ -375,3 +375,16 @@ def test_ablation_effects_name_each_variant_once_on_a_shared_axis():
     assert [round(x) for x in fig.data[0].x] == [-30, 40]  # in points
     assert list(fig.data[0].marker.symbol) == ["circle", "circle"]
     assert [a.text for a in fig.layout.annotations][:2] == ["step · step ISR", "task · task SR"]
+
+
+def test_the_step_table_carries_question_quality_with_its_interval():
+    import pandas as pd
+
+    from inquire_lib.viz.plots import metrics_table
+
+    rate = {"value": 0.5, "lo": 0.25, "hi": 0.75, "k": 2, "n": 4}
+    stored = {"checkpoint": "sft_full", "overall": {"inquiry_recall": rate, "asks_answered": rate}}
+    older = {"checkpoint": "base_agent", "overall": {"inquiry_recall": rate}}  # written before the metric existed
+    table = metrics_table([stored, older])
+    assert table.loc["sft_full", "asks_answered"] == 0.5 and table.loc["sft_full", "asks_answered_ci"] == "0.25-0.75"
+    assert pd.isna(table.loc["base_agent", "asks_answered"]) and "uiq" in table.columns

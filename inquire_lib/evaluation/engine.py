@@ -37,6 +37,8 @@ SOURCE_KEY = "source_key"
 # CPU kinds it was no slower than u8, with the same answers (docs/lab/log.md, "the KV cache's precision"). The
 # cache is small on this model: 30 layers x 3 KV heads x 64 dims x 4 bytes x 2 = 46 KB a token
 KV_CACHE_PRECISION = "f32"
+# every prompt of a pass starts with the same system turn: measured on and off (benchmarks/eval_throughput.py)
+PREFIX_CACHING = False
 # the KV cache's pool, in GB: 48 prompts of ~700 tokens at 46 KB a token need ~1.6 GB
 CACHE_SIZE_GB = 4
 
@@ -72,6 +74,7 @@ class OpenVINOEngine:
     threads: int
     kv_cache_precision: str
     precision: str = "f32"
+    prefix_caching: bool = False
     engine: str = "openvino"
 
     def generate(self, prompts: list[str], images: list[list], max_new_tokens: int, repetition_penalty: float):
@@ -104,12 +107,18 @@ PRECISIONS = ("f32", "bf16")
 
 
 def open_engine(
-    folder: str | Path, key: str, eos_token_id: int, threads: int = 0, precision: str = "f32"
+    folder: str | Path,
+    key: str,
+    eos_token_id: int,
+    threads: int = 0,
+    precision: str = "f32",
+    prefix_caching: bool = PREFIX_CACHING,
 ) -> OpenVINOEngine:
     """The export in `folder` as a continuous-batching pipeline on the CPU, after `export_problem` finds
     nothing; `threads` 0: OpenVINO's own choice (every core). `precision`: what the language model computes
     in (`INFERENCE_PRECISION_HINT`, one of `PRECISIONS`; bf16 only pays where the CPU has it natively, and brings
-    a bf16 KV cache with it)."""
+    a bf16 KV cache with it). `prefix_caching`: a prompt's blocks of KV cache that an earlier prompt of the pass
+    already computed (the system turn, the screen's header) are reused instead of prefilled again."""
     if precision not in PRECISIONS:
         raise ValueError(f"engine precision {precision!r}: one of {', '.join(PRECISIONS)}")
     folder = Path(folder)
@@ -122,6 +131,7 @@ def open_engine(
         raise ExportError(f"eval_engine openvino: {exc} (make install installs openvino-genai)") from None
     scheduler = openvino_genai.SchedulerConfig()
     scheduler.cache_size = CACHE_SIZE_GB
+    scheduler.enable_prefix_caching = prefix_caching
     # the CPU plugin's paged attention computes in bf16 only over a bf16 KV cache (it refuses an f32 one)
     kv = "bf16" if precision == "bf16" else KV_CACHE_PRECISION
     props = {"INFERENCE_PRECISION_HINT": precision, "KV_CACHE_PRECISION": kv}
@@ -131,7 +141,7 @@ def open_engine(
     pipe = openvino_genai.ContinuousBatchingPipeline(
         str(folder), scheduler, "CPU", props, vision_encoder_properties=vision
     )
-    return OpenVINOEngine(folder, pipe, eos_token_id, threads, kv, precision)
+    return OpenVINOEngine(folder, pipe, eos_token_id, threads, kv, precision, prefix_caching)
 
 
 def is_engine(model) -> bool:

@@ -24,6 +24,8 @@ STEP_COLUMNS = (
     ("step ISR", "inquiry_recall"),
     ("needless", "needless_rate"),
     ("safe-step acc", "safe_step_accuracy"),
+    ("asks answered", "asks_answered"),
+    ("UIQ", "uiq"),
 )
 ACTION_TYPES = ("open", "click", "type", "terminate")
 TASK_COLUMNS = (
@@ -34,14 +36,17 @@ TASK_COLUMNS = (
     ("detour", "detour_rate"),
     ("succeeds after a detour", "detour_success_rate"),
     ("first open", "first_open_accuracy"),
+    ("asks answered", "asks_answered"),
+    ("UIQ", "uiq"),
 )
 
 
 def rate(m: dict | None, interval: bool = True) -> str:
-    """`0.45 (0.31-0.60) 18/40`, or `18/40` without the interval; "-" for no items or no value."""
+    """`0.45 (0.31-0.60) 18/40`, or `18/40` without the interval; "-" for no items or no value. A ratio of
+    pooled counts (UIQ: `evaluation.metrics.ratio_interval`) has no k and prints its items: `0.38 (0.34-0.42) n=160`."""
     if not isinstance(m, dict) or not m.get("n") or m.get("value") is None:
         return "-"
-    counts = f"{m['k']}/{m['n']}"
+    counts = f"{m['k']}/{m['n']}" if "k" in m else f"n={m['n']}"
     if not interval:
         return counts
     return f"{m['value']:.2f} ({m['lo']:.2f}-{m['hi']:.2f}) {counts}"

@@ -71,7 +71,12 @@ def selection_curve(record: dict, title: str) -> go.Figure:
     return fig
 
 
-def metrics_table(all_metrics: list[dict], keys=METRICS, means=()) -> pd.DataFrame:
+# the step table adds question quality: the share of asks the user answered, and UIQ (answered over asks needed
+# plus asks made), which a bar of rates on one axis would not read well beside
+STEP_TABLE_KEYS = (*METRICS, "asks_answered", "uiq")
+
+
+def metrics_table(all_metrics: list[dict], keys=STEP_TABLE_KEYS, means=()) -> pd.DataFrame:
     """One row per checkpoint: each rate of `keys` and its 95% interval, then each mean of `means`."""
     rows = []
     for m in all_metrics:
