@@ -234,3 +234,33 @@ def test_the_engine_answers_as_hf_on_the_tiny_model_in_steps_and_tasks():
     assert raw(ov_play) == raw(hf_play) and sum(map(len, raw(ov_play))) >= len(tasks)
     again = openvino.export_openvino(profile, None)  # made by engine_loaded above, reused now
     assert again["built"] is False and export_problem(again["folder"], again["key"]) is None
+
+
+@pytest.mark.skipif(importlib.util.find_spec("openvino_genai") is None, reason="openvino-genai is not installed")
+@pytest.mark.parametrize(
+    ("kind", "threads", "precision", "opened_on"),
+    [("amx", 1, "bf16", 2), ("amx", 1, "f32", 1), ("amx", 2, "bf16", 2), ("avx512_bf16", 1, "bf16", 1)],
+)
+def test_a_bf16_pipeline_on_one_thread_of_an_amx_cpu_opens_on_two(
+    tmp_path, monkeypatch, kind, threads, precision, opened_on
+):
+    """The CPU plugin dies of a divide error opening bf16 on one thread of an AMX CPU (docs/lab/log.md, 2026-12-06):
+    there the engine asks for two threads, for the language model and the vision tower alike; elsewhere it keeps
+    what it was given."""
+    import openvino_genai
+
+    from inquire_lib.evaluation import engine
+
+    seen = {}
+
+    def pipeline(folder, scheduler, device, props, vision_encoder_properties):
+        seen.update(props=props, vision=vision_encoder_properties)
+        return object()
+
+    monkeypatch.setattr(engine, "export_problem", lambda folder, key: None)
+    monkeypatch.setattr(engine, "cpu_kind", lambda: kind)
+    monkeypatch.setattr(openvino_genai, "ContinuousBatchingPipeline", pipeline)
+    opened = open_engine(tmp_path, "k", eos_token_id=2, threads=threads, precision=precision)
+    assert opened.threads == opened_on
+    assert seen["props"]["INFERENCE_NUM_THREADS"] == seen["vision"]["INFERENCE_NUM_THREADS"] == opened_on
+    assert seen["props"]["INFERENCE_PRECISION_HINT"] == precision
