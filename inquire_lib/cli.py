@@ -321,6 +321,7 @@ def _evaluate(args) -> int:
         profile = apply_overrides(profile, parse_overrides(args.set))
     except OverrideError as exc:
         raise UsageError(str(exc)) from None
+    given = os.environ.get(RUN_NAME[0])
     os.environ[RUN_NAME[0]] = args.from_run  # where the names are looked up
     paths = {}
     for spec in args.checkpoints:
@@ -331,9 +332,7 @@ def _evaluate(args) -> int:
             paths[name] = folder or checkpoint_path(profile, name)
         except FileNotFoundError as exc:
             raise UsageError(str(exc)) from None
-    del os.environ[RUN_NAME[0]]
-    if args.run:
-        os.environ[RUN_NAME[0]] = args.run
+    os.environ[RUN_NAME[0]] = args.run or given or ""  # where the metrics go: --run, else the caller's run
     run_named_by_overrides(profile)  # where the metrics go
     for name, path in paths.items():
         if args.level in ("step", "both"):
