@@ -49,9 +49,11 @@ from .stages import (
     grpo,
     grpo_seeds,
     operating_curves,
+    scored_names,
     select_checkpoint,
     sft,
     sft_control,
+    short_run,
 )
 from .training import task_grpo
 from .training.checkpoints import available_checkpoints, checkpoint_path
@@ -107,6 +109,8 @@ __all__ = [  # what the notebooks use
     "show_fig",
     "compare_agents",
     "provenance",
+    "short_run",
+    "scored_names",
 ]
 
 

@@ -698,6 +698,37 @@ class Profile:
             "affects": ("test",),
         },
     )
+    task_eval_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "held-out test tasks played online at the task level (0: the `eval_tasks` of the step-level test)",
+            "affects": ("test",),
+        },
+    )
+    eval_untrained: bool = field(
+        default=True,
+        metadata={
+            "help": "score the untrained model beside the trained ones (a grafted model's untrained text runs to "
+            "the token cap on every step: minutes spent on a known zero)",
+            "affects": ("run",),
+        },
+    )
+    task_checkpoints: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "the checkpoints played online on the held-out tasks (empty: every one a notebook names); the "
+            "others are scored step by step only",
+            "affects": ("run",),
+        },
+    )
+    logit_passes: bool = field(
+        default=True,
+        metadata={
+            "help": "run the passes that read logits on the HF path: the operating curves of stage 2 and the evaluation's "
+            "learned asking against a confidence threshold",
+            "affects": ("run",),
+        },
+    )
     val_inquiry_steps: int = field(
         default=0,
         metadata={
@@ -716,6 +747,31 @@ class Profile:
     ablation_seeds: int = field(
         default=1,
         metadata={"help": "training seeds per ablation variant (train_seed 0, 1, ...)", "affects": ("ablations",)},
+    )
+    # --- short runs: a stage trained here for a few steps from its start, beside its shipped full-budget result ---
+    short_sft_steps: int = field(
+        default=0,
+        metadata={
+            "help": "SFT steps of the short run `sft_full_short`, trained from the base agent beside the shipped sft_full "
+            "(0: none)",
+            "affects": ("run",),
+        },
+    )
+    short_grpo_steps: int = field(
+        default=0,
+        metadata={
+            "help": "GRPO steps of the short run `grpo_weak_short`, trained from the shipped sft_weak beside the "
+            "shipped grpo_weak (0: none)",
+            "affects": ("run",),
+        },
+    )
+    short_task_grpo_steps: int = field(
+        default=0,
+        metadata={
+            "help": "stage-3 steps (one task each) of the short run `grpo_task_short`, trained from the shipped "
+            "grpo_full beside the shipped grpo_task (0: none)",
+            "affects": ("run",),
+        },
     )
     export_png: bool = field(
         default=True, metadata={"help": "figures as PNG too (needs a Chrome), not only HTML", "affects": ("run",)}
@@ -759,7 +815,7 @@ class Profile:
 
 # the profiles, each a recipe file that names what it changes (`inquire_lib/recipes/<name>.yaml`, read at the end
 # of this module by `load_recipes`), in the order `inquire profile` lists them
-PROFILE_ORDER = ("smoke", "cpu", "gpu", "quick", "small")
+PROFILE_ORDER = ("smoke", "cpu", "gpu", "small", "quick")
 PROFILES: dict[str, Profile] = {}
 # what each profile can and cannot show (its recipe's `purpose`); the first line of every notebook's output says it
 PURPOSES: dict[str, str] = {}

@@ -492,9 +492,9 @@ def inquiry_probes(seed: int, split: str, first: int, n_steps: int) -> list[dict
 
 
 def held_out_tasks(profile: Profile, n: int | None = None) -> list[Task]:
-    """The first `n` (default `profile.eval_tasks`) tasks of the test split: held-out slot values
-    and phrasings, never seen in training (task-level evaluation plays them)."""
-    return generate_tasks(profile.seed, "test", profile.eval_tasks if n is None else n)
+    """The first `n` tasks of the test split (default `profile.task_eval_tasks`, or `eval_tasks` where that is 0):
+    held-out slot values and phrasings, never seen in training (task-level evaluation plays them)."""
+    return generate_tasks(profile.seed, "test", (profile.task_eval_tasks or profile.eval_tasks) if n is None else n)
 
 
 def validation_tasks(profile: Profile) -> list[Task]:

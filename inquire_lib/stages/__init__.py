@@ -17,9 +17,10 @@ from .evaluate import (
     evaluate_references,
     operating_curves,
     played_digest,
+    scored_names,
 )
 from .grpo_seeds import grpo_seeds, seed_names
-from .train import base_agent, grpo, select_checkpoint, sft
+from .train import base_agent, grpo, select_checkpoint, sft, short_run
 
 __all__ = [
     "ASKING_AGENTS",
@@ -37,10 +38,12 @@ __all__ = [
     "evaluate_references",
     "operating_curves",
     "played_digest",
+    "scored_names",
     "grpo_seeds",
     "seed_names",
     "base_agent",
     "grpo",
     "select_checkpoint",
     "sft",
+    "short_run",
 ]

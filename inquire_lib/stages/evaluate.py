@@ -15,6 +15,7 @@ from ..training.checkpoints import ask_bias_of, available_checkpoints, checkpoin
 from ..training.models import loaded, model_digest
 from ..training.openvino import engine_loaded, engine_of, engine_precision
 from .timed import timed
+from .train import SHORT_SUFFIX
 
 
 def played_digest(path: str | None, profile: Profile, bias: float | None = None) -> str:
@@ -123,6 +124,23 @@ def evaluate_checkpoint_tasks(
     )
 
 
+def scored_names(profile: Profile, names, level: str = "step") -> list[str]:
+    """The checkpoints of `names` a notebook scores at `level` ("step" or "task") on this profile, in order: no
+    short run (`stages.train.short_run`: a few steps to watch, not to score), the untrained model only where
+    `eval_untrained`, the base agent only where stage 0 trains one, and online only the `task_checkpoints`
+    (every one where that is empty)."""
+    kept = [
+        n
+        for n in names
+        if not n.endswith(SHORT_SUFFIX)
+        and (n != "untrained" or profile.eval_untrained)
+        and (n != "base_agent" or profile.base_agent_steps > 0)
+    ]
+    if level == "task" and profile.task_checkpoints:
+        kept = [n for n in kept if n in profile.task_checkpoints]
+    return kept
+
+
 def evaluate_all_tasks(
     profile: Profile,
     names=("untrained", "sft_full", "grpo_full", "grpo_task"),
@@ -130,11 +148,12 @@ def evaluate_all_tasks(
     out_root=None,
     progress: bool = False,
 ) -> list[dict]:
-    """Task-level metrics of the named checkpoints that exist (others are skipped), then of the
-    reference policies, all on the same held-out tasks."""
+    """Task-level metrics of the named checkpoints that exist and the profile plays online (`scored_names`;
+    others are skipped), then of the reference policies, all on the same held-out tasks."""
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     have = set(available_checkpoints(profile))
-    out = [evaluate_checkpoint_tasks(profile, n, tasks, out_root, progress=progress) for n in names if n in have]
+    names = [n for n in scored_names(profile, names, "task") if n in have]
+    out = [evaluate_checkpoint_tasks(profile, n, tasks, out_root, progress=progress) for n in names]
     return out + episodes.evaluate_reference_tasks(profile, tasks, out_root)
 
 

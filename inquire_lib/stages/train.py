@@ -1,19 +1,30 @@
-"""The training stages as the run calls them: timed, and checkpoint choice on the validation split."""
+"""The training stages as the run calls them: timed, checkpoint choice on the validation split, and the short
+runs a notebook trains beside a shipped stage."""
 
 from __future__ import annotations
 
 from ..profiles import Profile
 from ..runs.paths import artifacts_dir
 from ..training.checkpoints import checkpoint_path
+from ..training.fit import TrainResult
 from ..training.grpo import grpo as _grpo
 from ..training.selection import chosen_on_validation
 from ..training.sft import base_agent as _base_agent
 from ..training.sft import sft as _sft
+from ..training.task_grpo import grpo_task as _grpo_task
 from .timed import timed
 
 base_agent = timed("base agent")(_base_agent)
 sft = timed("sft")(_sft)
 grpo = timed("grpo")(_grpo)
+
+# the stage each short run mirrors: its budget field and the checkpoint its shipped result started from
+# (None: the base agent)
+SHORT_RUNS = {
+    "sft_full": ("short_sft_steps", None),
+    "grpo_weak": ("short_grpo_steps", "sft_weak"),
+    "grpo_task": ("short_task_grpo_steps", "grpo_full"),
+}
 
 
 @timed("select on validation")
@@ -23,3 +34,45 @@ def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=Non
     trained: its choice is read back, not made again."""
     run = artifacts_dir(profile) / name
     return chosen_on_validation(profile, name, checkpoint_path(profile, start_name), run, out_root)
+
+
+SHORT_SUFFIX = "_short"
+
+
+def short_name(stage: str) -> str:
+    return stage + SHORT_SUFFIX
+
+
+def short_profile(profile: Profile, stage: str) -> Profile:
+    """The settings of `stage`'s short run: the stage's own, for its short budget (`SHORT_RUNS`), with what a
+    few steps need: stage 1's warm-up scaled to the budget (the same share of it, at least one step, so the
+    learning rate reaches its peak), one checkpoint at the end, and stage 3 on one task a step with its
+    episodes in one accumulation."""
+    steps = getattr(profile, SHORT_RUNS[stage][0])
+    if stage == "sft_full":
+        warmup = max(1, round(steps * profile.sft_warmup_steps / max(1, profile.sft_steps)))
+        return profile.replace(sft_steps=steps, sft_warmup_steps=warmup, sft_save_steps=steps)
+    if stage == "grpo_weak":
+        return profile.replace(grpo_steps=steps, grpo_save_steps=steps)
+    return profile.replace(task_grpo_steps=steps, grpo_prompts_per_step=1, task_grad_accum=profile.task_num_generations)
+
+
+def short_run(profile: Profile, stage: str) -> TrainResult | None:
+    """`<stage>_short`: `stage` trained here from the checkpoint its shipped result started from, on the short
+    budget the profile gives it (`short_profile`), so a student watches training run and its curves move
+    beside the full-budget result, which the notebook installs and evaluates. The run is named apart, so it
+    is never shipped nor taken for the stage; it is not evaluated (a few steps move no rate by more than the
+    test's interval). None where the profile gives it no steps."""
+    if getattr(profile, SHORT_RUNS[stage][0]) <= 0:
+        return None
+    return _train_short(profile, stage, short_name(stage))
+
+
+@timed("short run")
+def _train_short(profile: Profile, stage: str, name: str) -> TrainResult:
+    run, start = short_profile(profile, stage), SHORT_RUNS[stage][1]
+    if stage == "sft_full":
+        return _sft(run, name=name, inquiry_share=profile.sft_inquiry_share)
+    if stage == "grpo_weak":
+        return _grpo(run, start=checkpoint_path(profile, start), name=name)
+    return _grpo_task(run, checkpoint_path(profile, start), name=name)
