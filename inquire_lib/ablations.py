@@ -33,6 +33,7 @@ from .runs.integrity import finished_output
 from .runs.paths import artifacts_dir, run_dir
 from .runs.records import read_jsonl
 from .training.checkpoints import checkpoint_path
+from .training.sft import stage_inquiry_share
 from .training.task_grpo import grpo_task
 
 
@@ -43,6 +44,8 @@ class Variant:
     reference: str  # the variant it is measured against (itself for a reference)
     question: str
     overrides: dict = field(default_factory=dict)
+    # an sft point's data: the recipe stage whose share of inquiry steps it keeps (`training.sft.stage_inquiry_share`)
+    stage: str = "sft_full"
 
 
 VARIANTS: dict[str, Variant] = {
@@ -53,6 +56,13 @@ VARIANTS: dict[str, Variant] = {
             "sft_no_a11y", "sft", "sft_baseline", "without the accessibility list (pixels only)", {"use_a11y": False}
         ),
         Variant("sft_no_think", "sft", "sft_baseline", "without pre-action reasoning", {"use_think": False}),
+        Variant(
+            "sft_weak_share",
+            "sft",
+            "sft_baseline",
+            "with the weak inquirer's share of the inquiry steps (`weak_inquiry_share`)",
+            stage="sft_weak",
+        ),
         Variant(
             "sft_no_prev_screenshot",
             "sft",
@@ -139,12 +149,21 @@ def point_name(variant: str, train_seed: int) -> str:
     return f"abl_{variant}_s{train_seed}"
 
 
+def is_stage(profile: Profile, v: Variant, train_seed: int) -> bool:
+    """Whether an sft point is its recipe stage itself (`Variant.stage`, trained by the SFT notebook or shipped): no
+    switch of its own, the stage's budget and the first training seed."""
+    return v.group == "sft" and not v.overrides and train_seed == 0 and profile.ablation_sft_steps == profile.sft_steps
+
+
 def _train(profile: Profile, v: Variant, train_seed: int, start: str | None = None) -> str:
     """Train the point's checkpoint with the profile's ablation budget; returns its path. An SFT point starts
     from `start` (the run's base agent: a switch of stage 1 is ablated on the stage 0 the run has)."""
     name = point_name(v.name, train_seed)
     if v.group == "sft" or v.name == "chain_sft":
-        return stages.sft(profile, name=name, inquiry_share=1.0, max_steps=profile.ablation_sft_steps, start=start).path
+        share = stage_inquiry_share(profile, v.stage)
+        return stages.sft(
+            profile, name=name, inquiry_share=share, max_steps=profile.ablation_sft_steps, start=start
+        ).path
     if v.group == "grpo":
         return stages.grpo(
             profile, start=checkpoint_path(profile, "sft_weak"), name=name, max_steps=profile.ablation_grpo_steps
@@ -183,7 +202,10 @@ def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None
         return {"variant": variant, "seed": train_seed, "skipped": reason}
     vp = profile.replace(train_seed=train_seed, **v.overrides)
     name = point_name(variant, train_seed)
-    path = _train(vp, v, train_seed, start=stages.base_agent(profile))
+    if is_stage(profile, v, train_seed):  # the stage the run has, under its own name: never trained twice
+        path = stages.sft(profile, name=v.stage).path
+    else:
+        path = _train(vp, v, train_seed, start=stages.base_agent(profile))
     step = stages.evaluate_checkpoint(
         vp,
         name,
@@ -192,13 +214,14 @@ def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None
         path=path,
         extra={"variant": variant, "group": v.group, "train_seed": train_seed, "overrides": v.overrides},
     )
-    task = stages.evaluate_checkpoint_tasks(vp, name, out_root=out_root, path=path)
+    played = not profile.task_checkpoints  # a profile that plays only named checkpoints online plays no point
+    task = stages.evaluate_checkpoint_tasks(vp, name, out_root=out_root, path=path) if played else None
     return {
         "variant": variant,
         "seed": train_seed,
         "skipped": None,
         "step": {k: step["overall"][k]["value"] for k in STEP_KEYS},
-        "task": {k: task["overall"][k]["value"] for k in TASK_KEYS},
+        "task": {k: task["overall"][k]["value"] for k in TASK_KEYS} if task else None,
     }
 
 
