@@ -245,3 +245,56 @@ def test_the_asking_comparison_is_read_out_per_agent(tmp_path):
         "- sft_full: AUC learned 0.82 (0.73-0.90), confidence 0.73 (0.64-0.82): neither. Online at each family's "
         "validation point: learned task SR 3/20, task ISR 4/10, needless episodes 1/20." in text
     )
+
+
+def test_a_change_that_cannot_part_says_how_many_items_it_would_need(tmp_path):
+    path = _write(
+        tmp_path,
+        "03_grpo_action_level",
+        {
+            "stages": {"sft_weak": _overall((21, 40)), "grpo_weak": _overall((27, 40))},
+            "provenance": {"grpo_weak": "shipped result grpo_weak-x: `inquire train grpo`, 60 examples"},
+            "short_run": {
+                "name": "grpo_weak_short",
+                "seconds": 90.0,
+                "provenance": "trained here: 2 steps, 90 s on avx2",
+            },
+        },
+    )
+    text = _summary(path)
+    need = closing.parts_at(21 / 40, 27 / 40)
+    assert 100 < need < 200  # a 15-point change near the middle of the scale
+    assert f"the step ISR intervals part from about {need} items each; this run has 40" in text
+    assert "- grpo_weak: shipped result grpo_weak-x: `inquire train grpo`, 60 examples" in text
+    assert "- grpo_weak_short: trained here: 2 steps, 90 s on avx2; a short run to watch training, not scored" in text
+
+
+def test_parts_at_is_the_first_size_whose_intervals_part():
+    n = closing.parts_at(0.0, 0.9)
+    assert wilson(0, n)["hi"] < wilson(round(0.9 * n), n)["lo"]
+    assert not wilson(0, n - 1)["hi"] < wilson(round(0.9 * (n - 1)), n - 1)["lo"]
+    assert closing.parts_at(0.5, 0.5) is None
+
+
+def test_stage_3_and_the_chain_are_read_against_always_act(tmp_path):
+    settings = {**SETTINGS, "task_eval_tasks": 40, "eval_tasks": 10, "task_checkpoints": ["grpo_task"]}
+    _write(tmp_path, "placeholder", {})
+    _task(tmp_path, "always_act", (20, 40))
+    _task(tmp_path, "grpo_task", (34, 40))
+    path = _write(
+        tmp_path, "04_grpo_task_level", {"task_level": {"grpo_task": {"success_rate": wilson(34, 40)}}}, settings
+    )
+    text = _summary(path)
+    assert "always_act (reference): task SR 0.50 (0.35-0.65) 20/40" in text
+    assert "Task SR of grpo_task lies above always_act's with intervals apart (+35.0 points)" in text
+    assert "only grpo_task is played online on this profile (`task_checkpoints`)" in text
+    (tmp_path / "metrics" / "step_grpo_task.json").write_text(
+        json.dumps({"checkpoint": "grpo_task", "overall": _overall((36, 40))})
+    )
+    path = _write(
+        tmp_path, "05_evaluate", {"checkpoints": ["grpo_task"], "asking": {}}, {**settings, "logit_passes": False}
+    )
+    text = _summary(path)
+    assert "Task SR of grpo_task lies above always_act's with intervals apart" in text
+    assert "Learned asking against a confidence threshold is not compared on this profile" in text
+    assert "10 held-out tasks step by step and 40 online" in text

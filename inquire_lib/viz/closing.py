@@ -74,6 +74,47 @@ def _compare(label: str, before: str, after: str, a: dict | None, b: dict | None
     )
 
 
+def parts_at(a: float, b: float, limit: int = 100_000) -> int | None:
+    """The fewest items per side at which Wilson 95% intervals of rates `a` and `b` part (None: beyond `limit`,
+    or equal rates)."""
+    if a == b:
+        return None
+    n = 1
+    while n <= limit:
+        lo, hi = sorted((a, b))
+        if wilson(round(lo * n), n)["hi"] < wilson(round(hi * n), n)["lo"]:
+            return n
+        n = n + 1 if n < 100 else int(n * 1.05)
+    return None
+
+
+def _why_not(label: str, a: dict | None, b: dict | None) -> str | None:
+    """One sentence on why two rates cannot part at this size: how many items each would need at these rates."""
+    if _v(a) is None or _v(b) is None or apart(a, b):
+        return None
+    need = parts_at(_v(a), _v(b))
+    here = min(int(a.get("n") or 0), int(b.get("n") or 0))
+    if need is None:
+        return f"{label} is equal on both, so no size tells them apart."
+    return (
+        f"At these rates ({_points(a, b)}) the {label} intervals part from about {need} items each; "
+        f"this run has {here}, so the change cannot show at this size."
+    )
+
+
+def _sources(body: dict) -> list[tuple[str, list[str]]]:
+    """Where each checkpoint of a notebook comes from (`training.shipped_stages.provenance`), and the short run
+    trained here beside a shipped stage, as a closing section."""
+    lines = [f"{name}: {line}" for name, line in (body.get("provenance") or {}).items()]
+    short = body.get("short_run")
+    if short:
+        lines.append(
+            f"{short['name']}: {short['provenance']}; a short run to watch training, not scored "
+            "(a few steps move no rate beyond the test's interval)"
+        )
+    return [("**Where each checkpoint comes from:**", lines)] if lines else []
+
+
 def _all_zero(rates: list[dict | None]) -> bool:
     vals = [_v(m) for m in rates if _v(m) is not None]
     return bool(vals) and all(v == 0 for v in vals)
@@ -111,9 +152,10 @@ def _lines(head: list[str], shows: list[str], cannot: list[str], sections=()) ->
 
 
 def _size(settings: dict) -> str:
+    online = settings.get("task_eval_tasks") or settings.get("eval_tasks")
     return (
         f"profile `{settings.get('name')}` ({settings.get('model')}, {settings.get('eval_tasks')} held-out "
-        f"tasks, seed {settings.get('seed')})"
+        f"tasks step by step and {online} online, seed {settings.get('seed')})"
     )
 
 
@@ -205,11 +247,15 @@ def _sft(body: dict, run: Path, s: dict) -> str:
                 tasks[last[0]].get("success_rate"),
             )
         )
-    cannot.append(
-        f"{s.get('sft_steps')} SFT steps and {s.get('dagger_rounds')} DAgger round(s) of "
-        f"{s.get('dagger_steps')} steps on {_size(s)}: one run, so the run-to-run spread is not measured."
+    dagger_text = (
+        f" and {s.get('dagger_rounds')} DAgger round(s) of {s.get('dagger_steps')} steps"
+        if s.get("dagger_rounds")
+        else ""
     )
-    return _lines(head, shows, cannot)
+    cannot.append(
+        f"{s.get('sft_steps')} SFT steps{dagger_text} on {_size(s)}: one run, so the run-to-run spread is not measured."
+    )
+    return _lines(head, shows, cannot, _sources(body))
 
 
 def _grpo(body: dict, run: Path, s: dict) -> str:
@@ -228,6 +274,11 @@ def _grpo(body: dict, run: Path, s: dict) -> str:
         shows.append(_zero_note(s, "stage's rate"))
     else:
         shows += [_compare("Step ISR", a, b, o[a].get("inquiry_recall"), o[b].get("inquiry_recall")) for a, b in pairs]
+        shows += [
+            why
+            for why in [_why_not("step ISR", o[a].get("inquiry_recall"), o[b].get("inquiry_recall")) for a, b in pairs]
+            if why
+        ][:1]
         never = [a for a, _ in pairs if _v(o[a].get("inquiry_recall")) == 0]
         if never:
             shows.append(
@@ -252,7 +303,7 @@ def _grpo(body: dict, run: Path, s: dict) -> str:
             else "."
         )
     )
-    return _lines(head, shows, cannot)
+    return _lines(head, shows, cannot, _sources(body))
 
 
 def _task_grpo(body: dict, run: Path, s: dict) -> str:
@@ -267,17 +318,32 @@ def _task_grpo(body: dict, run: Path, s: dict) -> str:
     shows, cannot = [], []
     if _all_zero([t[n].get("success_rate") for n in names] + [t[n].get("isr") for n in names]):
         shows.append(_zero_note(s, "task rate"))
-    elif len(names) >= 2:
-        shows.append(
-            _compare(
-                "Task SR", names[-2], names[-1], t[names[-2]].get("success_rate"), t[names[-1]].get("success_rate")
+    else:
+        if len(names) >= 2:
+            shows.append(
+                _compare(
+                    "Task SR", names[-2], names[-1], t[names[-2]].get("success_rate"), t[names[-1]].get("success_rate")
+                )
             )
+        refs = {m["checkpoint"]: m["overall"] for m in load_metrics(run, "task")}
+        if names and "always_act" in refs:
+            last = names[-1]
+            head.append(f"always_act (reference): task SR {rate(refs['always_act'].get('success_rate'))}")
+            shows.append(
+                _compare(
+                    "Task SR", "always_act", last, refs["always_act"].get("success_rate"), t[last].get("success_rate")
+                )
+            )
+    if len(names) == 1 and s.get("task_checkpoints"):
+        cannot.append(
+            f"Stage 3's change from its start: only {names[0]} is played online on this profile (`task_checkpoints`); "
+            "its start's task SR is measured where every stage is played (`small`)."
         )
     cannot.append(
         f"Stage 3 ran {s.get('task_grpo_steps')} task-level steps of {s.get('task_num_generations')} episodes "
         f"per task, one run: a change in task SR inside its interval is no measured effect, not no effect."
     )
-    return _lines(head, shows, cannot)
+    return _lines(head, shows, cannot, _sources(body))
 
 
 def _evaluation(body: dict, run: Path, s: dict) -> str:
@@ -312,6 +378,18 @@ def _evaluation(body: dict, run: Path, s: dict) -> str:
         shows.append(f"The highest step ISR is {best}'s, {rate(step[best].get('inquiry_recall'))}.")
         if "always_act" in task and best in task:
             shows.append(_compare("Task ISR", "always_act", best, task["always_act"].get("isr"), task[best].get("isr")))
+        played = [n for n in trained if n in task]
+        if "always_act" in task and played:
+            end = played[-1]  # the chain's last stage played online
+            shows.append(
+                _compare(
+                    "Task SR", "always_act", end, task["always_act"].get("success_rate"), task[end].get("success_rate")
+                )
+            )
+            if end != best:
+                shows.append(
+                    _compare("Task ISR", "always_act", end, task["always_act"].get("isr"), task[end].get("isr"))
+                )
     asking = []
     for agent, c in (body.get("asking") or {}).items():
         online = "; ".join(
@@ -320,6 +398,11 @@ def _evaluation(body: dict, run: Path, s: dict) -> str:
             for r in c["tasks"]
         )
         asking.append(f"{c['verdict']} Online at each family's validation point: {online}.")
+    if not asking and s.get("logit_passes") is False:
+        cannot.append(
+            "Learned asking against a confidence threshold is not compared on this profile: the confidence pass "
+            "reads logits on the HF path, several times the engine's time per agent (`logit_passes`; `small` runs it)."
+        )
     title = "**When to ask, learned against a confidence threshold** (the asking figures above):"
     widest = max((half_width(step[n].get("inquiry_recall")) or 0 for n in trained), default=0)
     cannot.append(
@@ -389,6 +472,11 @@ def _ablations(body: dict, run: Path, s: dict) -> str:
             "and test set tell apart."
             if sure
             else "No effect's interval excludes 0 at this size."
+        )
+    if s.get("ablation_sft_steps") is not None and s.get("ablation_sft_steps") == s.get("sft_steps"):
+        shows.append(
+            "At the stage's own budget an SFT point without a switch of its own is that recipe stage (sft_full, "
+            "sft_weak), installed as the SFT notebook installs it, not trained again."
         )
     cannot.append(
         f"Each point trains {s.get('ablation_sft_steps')} SFT or {s.get('ablation_grpo_steps')} GRPO steps on "
