@@ -18,7 +18,7 @@ from inquire_lib.profiles import (
     parse_overrides,
 )
 from inquire_lib.runs import paths
-from inquire_lib.training.sft import base_agent_dir, base_agent_key
+from inquire_lib.training.sft import base_agent_dir, base_agent_key, run_key, stage_inquiry_share
 
 
 def test_parse_overrides_types_every_kind():
@@ -212,31 +212,31 @@ def test_cli_profile_shows_overrides(capsys):
     assert settings["sft_steps"] == get_profile("smoke").sft_steps
 
 
-def test_quick_starts_from_the_cpu_base_agent(monkeypatch, tmp_path):
-    """`quick` names `cpu` as its stage 0: the same cached (or shipped) base agent, the same model
-    folder and tokenizer; an override that shapes a base agent gives the one `cpu` gets with it."""
-    from inquire_lib.training.models import tiny_dir
+def test_quick_is_served_by_smalls_shipped_base_agent_and_stages(monkeypatch, tmp_path):
+    """`quick` keeps every setting that shapes `small`'s stages, so it finds the same shipped base agent and
+    each stage's shipped result by content key (no training of its own but the short runs); an override
+    that shapes stage 0 gives the agent `small` gets with it."""
+    from inquire_lib.training import shipped_stages
 
     monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path))
-    quick, cpu = get_profile("quick"), get_profile("cpu")
-    assert quick.base_agent_from == "cpu" and cpu.base_agent_from == ""
-    assert base_agent_dir(quick) == base_agent_dir(cpu) == tmp_path / "models" / f"base-agent-{base_agent_key(cpu)}"
-    assert tiny_dir(quick) == tiny_dir(cpu)
-    assert base_agent_dir(apply_overrides("quick", {"sft_steps": 5})) == base_agent_dir(cpu)
+    quick, small = get_profile("quick"), get_profile("small")
+    assert base_agent_dir(quick) == base_agent_dir(small) == tmp_path / "models" / "base-agent-162ff4abfc0b"
     assert (
         base_agent_dir(apply_overrides("quick", {"base_agent_steps": 8}))
-        == base_agent_dir(apply_overrides("cpu", {"base_agent_steps": 8}))
-        != base_agent_dir(cpu)
+        == base_agent_dir(apply_overrides("small", {"base_agent_steps": 8}))
+        != base_agent_dir(small)
     )
-    assert base_agent_dir(quick.replace(seed=3)) == base_agent_dir(cpu.replace(seed=3)) != base_agent_dir(cpu)
-    # its own stage 0 when told so: quick's batch (12, not 16) shapes stage 0 too, so another agent; only a
-    # profile that trains one can be named
-    own = apply_overrides("quick", {"base_agent_from": ""})
-    assert base_agent_dir(own) != base_agent_dir(cpu) == base_agent_dir(own.replace(sft_batch=cpu.sft_batch))
-    with pytest.raises(
-        OverrideError, match=r"^profile field 'base_agent_from' takes one of , smoke, cpu, small, got 'quick'$"
-    ):
-        parse_overrides(["base_agent_from=quick"])
+    keys = {}
+    for stage in ("sft_full", "sft_weak"):
+        keys[stage] = run_key(quick, stage, quick.sft_steps, stage_inquiry_share(quick, stage))
+    for stage, start in (("grpo_full", "sft_full"), ("grpo_weak", "sft_weak"), ("grpo_task", "grpo_full")):
+        steps = quick.task_grpo_steps if stage == "grpo_task" else quick.grpo_steps
+        keys[stage] = shipped_stages.stage_key(shipped_stages.stage_settings(quick, stage, steps, None), keys[start])
+    shipped = {p.name for p in shipped_stages.STAGES_ROOT.iterdir()}
+    assert {f"{stage}-{key}" for stage, key in keys.items()} <= shipped
+    # a setting that shapes stage 1 changes every key below it: nothing shipped is served for it
+    other = apply_overrides("quick", {"sft_lr": 1e-4})
+    assert f"sft_full-{run_key(other, 'sft_full', other.sft_steps, 1.0)}" not in shipped
 
 
 def test_cli_refuses_an_unknown_field_in_one_line(capsys):

@@ -133,8 +133,13 @@ def test_cache_names_and_keys_are_the_ones_from_before(monkeypatch):
     the shipped results)."""
     monkeypatch.setattr(readback, "code_digest", lambda: "code")
     assert sft.base_agent_dir(PROFILES["cpu"]).name == "base-agent-ec5b1525fc84"
-    quick = apply_overrides("quick", {"copy_drill_tasks": 10})
-    assert sft.base_agent_dir(quick).name == "base-agent-871cf1fe2118"
+    # the shipped base agent of `small`, which `quick` starts from too; an override gives another
+    assert (
+        sft.base_agent_dir(PROFILES["small"]).name
+        == sft.base_agent_dir(PROFILES["quick"]).name
+        == ("base-agent-162ff4abfc0b")
+    )
+    assert sft.base_agent_dir(apply_overrides("quick", {"copy_drill_tasks": 10})).name == "base-agent-8b479fdefee4"
     assert readback.eval_key("step", "m", "i", PROFILES["smoke"]) == (
         "0b2074505b988a83f24ab9f621cacee5200d4cba61d0c412440f462a246b8cd1"
     )
