@@ -133,9 +133,9 @@ def test_global_batch_split_over_processes_and_accumulation():
 TOKEN_BOUNDS = {
     "smoke": {"sft": 4_000, "grpo": 4_000, "task": 12_000},
     "cpu": {"sft": 10_000, "grpo": 20_000, "task": 64_000},
-    "quick": {"sft": 10_000, "grpo": 20_000, "task": 64_000},  # the cpu sizes, shorter episodes
     # SmolLM2-135M on 24 GB: stage 0 ran 8 x ~350 tokens a step (RSS 9-14 GB); stage 3 one episode a pass
     "small": {"sft": 4_500, "grpo": 4_500, "task": 6_000},
+    "quick": {"sft": 4_500, "grpo": 4_500, "task": 6_000},  # small's settings, so small's bounds
     "gpu": {"sft": 4_000, "grpo": 6_000, "task": 14_000},
 }
 
