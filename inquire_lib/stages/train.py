@@ -18,8 +18,9 @@ base_agent = timed("base agent")(_base_agent)
 sft = timed("sft")(_sft)
 grpo = timed("grpo")(_grpo)
 
-# the stage each short run mirrors: its budget field and the checkpoint its shipped result started from
-# (None: the base agent)
+# a short run is named `<stage>_short`; the stage each one mirrors: its budget field and the checkpoint its
+# shipped result started from (None: the base agent)
+SHORT_SUFFIX = "_short"
 SHORT_RUNS = {
     "sft_full": ("short_sft_steps", None),
     "grpo_weak": ("short_grpo_steps", "sft_weak"),
@@ -34,9 +35,6 @@ def select_checkpoint(profile: Profile, name: str, start_name: str, out_root=Non
     trained: its choice is read back, not made again."""
     run = artifacts_dir(profile) / name
     return chosen_on_validation(profile, name, checkpoint_path(profile, start_name), run, out_root)
-
-
-SHORT_SUFFIX = "_short"
 
 
 def short_name(stage: str) -> str:
