@@ -214,7 +214,7 @@ def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None
         path=path,
         extra={"variant": variant, "group": v.group, "train_seed": train_seed, "overrides": v.overrides},
     )
-    played = not profile.task_checkpoints  # a profile that plays only named checkpoints online plays no point
+    played = stages.scored_names(profile, [name], level="task")  # online only where the profile plays it
     task = stages.evaluate_checkpoint_tasks(vp, name, out_root=out_root, path=path) if played else None
     return {
         "variant": variant,

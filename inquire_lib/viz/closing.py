@@ -274,11 +274,8 @@ def _grpo(body: dict, run: Path, s: dict) -> str:
         shows.append(_zero_note(s, "stage's rate"))
     else:
         shows += [_compare("Step ISR", a, b, o[a].get("inquiry_recall"), o[b].get("inquiry_recall")) for a, b in pairs]
-        shows += [
-            why
-            for why in [_why_not("step ISR", o[a].get("inquiry_recall"), o[b].get("inquiry_recall")) for a, b in pairs]
-            if why
-        ][:1]
+        whys = (_why_not("step ISR", o[a].get("inquiry_recall"), o[b].get("inquiry_recall")) for a, b in pairs)
+        shows += [why for why in whys if why][:1]  # the first pair that cannot part says why, once
         never = [a for a, _ in pairs if _v(o[a].get("inquiry_recall")) == 0]
         if never:
             shows.append(
