@@ -765,14 +765,6 @@ class Profile:
             "affects": ("run",),
         },
     )
-    short_task_grpo_steps: int = field(
-        default=0,
-        metadata={
-            "help": "stage-3 steps (one task each) of the short run `grpo_task_short`, trained from the shipped "
-            "grpo_full beside the shipped grpo_task (0: none)",
-            "affects": ("run",),
-        },
-    )
     export_png: bool = field(
         default=True, metadata={"help": "figures as PNG too (needs a Chrome), not only HTML", "affects": ("run",)}
     )

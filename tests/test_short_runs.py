@@ -6,7 +6,6 @@ from __future__ import annotations
 from inquire_lib.profiles import get_profile
 from inquire_lib.stages import scored_names
 from inquire_lib.stages.train import SHORT_RUNS, short_name, short_profile, short_run
-from inquire_lib.training.devices import batch_kwargs
 
 
 def test_a_short_run_keeps_the_stage_settings_on_its_own_budget():
@@ -17,10 +16,6 @@ def test_a_short_run_keeps_the_stage_settings_on_its_own_budget():
     assert (sft.sft_lr, sft.sft_batch, sft.model) == (quick.sft_lr, quick.sft_batch, quick.model)
     grpo = short_profile(quick, "grpo_weak")
     assert (grpo.grpo_steps, grpo.grpo_save_steps, grpo.num_generations) == (2, 2, quick.num_generations)
-    task = short_profile(quick.replace(short_task_grpo_steps=1), "grpo_task")
-    assert (task.task_grpo_steps, task.grpo_prompts_per_step) == (1, 1)
-    # small accumulates 8 episodes a step; one task's episodes must split exactly
-    assert batch_kwargs(task, "task", processes=1)["gradient_accumulation_steps"] == quick.task_num_generations
     assert short_profile(get_profile("cpu").replace(short_sft_steps=40), "sft_full").sft_warmup_steps == (
         max(1, round(40 * get_profile("cpu").sft_warmup_steps / get_profile("cpu").sft_steps))
     )
@@ -29,11 +24,11 @@ def test_a_short_run_keeps_the_stage_settings_on_its_own_budget():
 def test_a_profile_without_short_budgets_trains_none():
     cpu = get_profile("cpu")
     assert all(short_run(cpu, stage) is None for stage in SHORT_RUNS)
-    assert [short_name(s) for s in SHORT_RUNS] == ["sft_full_short", "grpo_weak_short", "grpo_task_short"]
+    assert [short_name(s) for s in SHORT_RUNS] == ["sft_full_short", "grpo_weak_short"]
 
 
 def test_scored_names_follow_the_profile():
-    names = ["untrained", "base_agent", "sft_weak", "sft_full", "sft_full_short", "grpo_task", "grpo_task_short"]
+    names = ["untrained", "base_agent", "sft_weak", "sft_full", "sft_full_short", "grpo_task", "grpo_weak_short"]
     quick, cpu = get_profile("quick"), get_profile("cpu")
     assert scored_names(quick, names) == ["base_agent", "sft_weak", "sft_full", "grpo_task"]
     assert scored_names(quick, names, level="task") == ["grpo_task"]

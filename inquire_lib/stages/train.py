@@ -11,7 +11,6 @@ from ..training.grpo import grpo as _grpo
 from ..training.selection import chosen_on_validation
 from ..training.sft import base_agent as _base_agent
 from ..training.sft import sft as _sft
-from ..training.task_grpo import grpo_task as _grpo_task
 from .timed import timed
 
 base_agent = timed("base agent")(_base_agent)
@@ -24,7 +23,6 @@ SHORT_SUFFIX = "_short"
 SHORT_RUNS = {
     "sft_full": ("short_sft_steps", None),
     "grpo_weak": ("short_grpo_steps", "sft_weak"),
-    "grpo_task": ("short_task_grpo_steps", "grpo_full"),
 }
 
 
@@ -44,15 +42,12 @@ def short_name(stage: str) -> str:
 def short_profile(profile: Profile, stage: str) -> Profile:
     """The settings of `stage`'s short run: the stage's own, for its short budget (`SHORT_RUNS`), with what a
     few steps need: stage 1's warm-up scaled to the budget (the same share of it, at least one step, so the
-    learning rate reaches its peak), one checkpoint at the end, and stage 3 on one task a step with its
-    episodes in one accumulation."""
+    learning rate reaches its peak) and one checkpoint at the end."""
     steps = getattr(profile, SHORT_RUNS[stage][0])
     if stage == "sft_full":
         warmup = max(1, round(steps * profile.sft_warmup_steps / max(1, profile.sft_steps)))
         return profile.replace(sft_steps=steps, sft_warmup_steps=warmup, sft_save_steps=steps)
-    if stage == "grpo_weak":
-        return profile.replace(grpo_steps=steps, grpo_save_steps=steps)
-    return profile.replace(task_grpo_steps=steps, grpo_prompts_per_step=1, task_grad_accum=profile.task_num_generations)
+    return profile.replace(grpo_steps=steps, grpo_save_steps=steps)
 
 
 def short_run(profile: Profile, stage: str) -> TrainResult | None:
@@ -71,6 +66,4 @@ def _train_short(profile: Profile, stage: str, name: str) -> TrainResult:
     run, start = short_profile(profile, stage), SHORT_RUNS[stage][1]
     if stage == "sft_full":
         return _sft(run, name=name, inquiry_share=profile.sft_inquiry_share)
-    if stage == "grpo_weak":
-        return _grpo(run, start=checkpoint_path(profile, start), name=name)
-    return _grpo_task(run, checkpoint_path(profile, start), name=name)
+    return _grpo(run, start=checkpoint_path(profile, start), name=name)
