@@ -228,9 +228,7 @@ def install_final(
     if not finished_output(final) or (read_marker(final) or {}).get("key") != key:
         install(manifest, out_dir, base=base, root=root)
     rec = json.loads((final / RECORD_FILES[0]).read_text())
-    print(
-        f"{stage}: the shipped result installed ({manifest['command']}; {manifest.get('seconds')} s on {_machine(manifest)})"
-    )
+    print(f"{stage}: the shipped result installed ({manifest['command']}; {_took(manifest)} on {_machine(manifest)})")
     return TrainResult(
         str(final),
         True,
@@ -239,6 +237,11 @@ def install_final(
         0.0,
         rec.get("samples", []),
     )
+
+
+def _took(manifest: dict) -> str:
+    seconds = manifest.get("seconds")
+    return "an unrecorded time" if not isinstance(seconds, (int, float)) else f"{seconds:.0f} s"
 
 
 def _machine(manifest: dict) -> str:
