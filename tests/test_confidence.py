@@ -108,6 +108,17 @@ def test_the_greedy_pass_scores_every_step_and_its_sweep_runs_corner_to_corner(s
     assert back[::-1] == pytest.approx(scores, abs=1e-4)
 
 
+def test_one_pass_reads_both_families_as_their_own_passes_do(smoke_model):
+    from inquire_lib.evaluation.confidence import asking_scores, confidence_scores
+    from inquire_lib.evaluation.operating_curve import ask_margins
+
+    smoke, records, model, processor = smoke_model
+    scores, margins, raw = asking_scores(model, processor, records, smoke)
+    alone, alone_raw = confidence_scores(model, processor, records, smoke)
+    assert scores == pytest.approx(alone, abs=1e-5) and raw == alone_raw
+    assert margins == ask_margins(model, processor, records, smoke)[0]
+
+
 def test_in_record_order_puts_batch_rows_back():
     from inquire_lib.evaluation.operating_curve import in_record_order
 

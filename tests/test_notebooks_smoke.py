@@ -312,6 +312,13 @@ def test_05_evaluate_metrics(smoke_run):
         assert (c["learned"]["points"][0]["isr"], c["learned"]["points"][0]["needless"]) == (0.0, 0.0), name
         assert (c["confidence"]["points"][-1]["isr"], c["confidence"]["points"][-1]["needless"]) == (1.0, 1.0), name
         assert c["verdict"].startswith(f"{name}: AUC learned ")
+        # one pass with the ask taken away reads the margins of the unbiased pass (notebook 03's curves), and its
+        # greedy point is the stage's step evaluation
+        curve = metrics(smoke_run, "03_grpo_action_level")["operating_curves"].get(name)
+        if curve is not None:
+            assert c["learned"]["fork_reached"] == curve["fork_reached"], name
+            assert c["learned"]["auc"]["value"] == pytest.approx(curve["auc"]["value"]), name
+            assert c["learned"]["at_zero"] == pytest.approx(curve["at_zero"]), name
         assert [r["asker"] for r in c["tasks"]] == ["learned", "confidence"]
         for r in c["tasks"]:
             assert r["n"] == r["success_rate"]["n"] == r["over_soliciting"]["n"] == n_tasks, (name, r["asker"])

@@ -130,19 +130,52 @@ def answer_score(tokenizer, tokens: list[int], logprobs: list[float]) -> float:
     return float(np.mean(answer)) if answer else -math.inf
 
 
+class _Readers:
+    """The pass's readers as one `LogitsProcessor`, each handed the scores before the ask is taken away."""
+
+    def __init__(self, *readers):
+        self.readers = readers
+
+    def __call__(self, input_ids, scores):
+        for reader in self.readers:
+            scores = reader(input_ids, scores)
+        return scores
+
+
 def confidence_scores(
     model, processor, records: list[dict], profile, batch_size: int | None = None, progress: bool = False
 ) -> tuple[list[float], list[str]]:
     """One greedy pass with the ask taken away: each step's score and its acting completion, in the
     records' order."""
+    scores, _, raw = _pass(model, processor, records, profile, batch_size, progress, margins=False)
+    return scores, raw
+
+
+def asking_scores(
+    model, processor, records: list[dict], profile, batch_size: int | None = None, progress: bool = False
+) -> tuple[list[float], list[float], list[str]]:
+    """The confidence pass read for both families at once: each step's score, its learned ask margin (the
+    one `evaluation.operating_curve.ask_margins` reads at bias 0; -inf where the fork is never reached) and
+    its acting completion, in the records' order.
+
+    The margin is the unbiased pass's: only the tool call's `call_user` is taken away, and it comes at or
+    after the learned fork (the reasoning's "Inquiry check:" or the tool call's own), so every token before
+    the fork is the one greedy decoding writes at bias 0, and the margin is read before the ask is taken
+    away. One pass instead of two for both curves."""
+    return _pass(model, processor, records, profile, batch_size, progress, margins=True)
+
+
+def _pass(model, processor, records, profile, batch_size, progress, margins: bool):
+    from .fork import ForkBias, find_fork
     from .steps import generate  # torch: the curve maths above stay importable without it
 
     tok = processor.tokenizer
-    made: list[AnswerLogProbs] = []
+    fork = find_fork(tok, profile.use_think)
+    made: list[tuple[AnswerLogProbs, ForkBias | None]] = []
 
-    def factory() -> AnswerLogProbs:
-        made.append(AnswerLogProbs([tok.eos_token_id, tok.pad_token_id]))
-        return made[-1]
+    def factory() -> _Readers:
+        made.append((AnswerLogProbs([tok.eos_token_id, tok.pad_token_id]), ForkBias(tok, fork) if margins else None))
+        return _Readers(*(r for r in made[-1] if r is not None))
 
     order: list[int] = []
     raw = generate(
@@ -156,8 +189,12 @@ def confidence_scores(
         ask_bias=NO_ASK,
         order=order,
     )
-    rows = in_record_order([(t, lp) for p in made for t, lp in zip(p.tokens, p.logprobs)], order)
-    return [answer_score(tok, t, lp) for t, lp in rows], raw
+    rows = in_record_order([(t, lp) for p, _ in made for t, lp in zip(p.tokens, p.logprobs)], order)
+    scores = [answer_score(tok, t, lp) for t, lp in rows]
+    if not margins:
+        return scores, None, raw
+    found = in_record_order([m for _, f in made for m in f.margins], order)
+    return scores, [-math.inf if math.isnan(m) else m for m in found], raw
 
 
 def confidence_operating_curve(

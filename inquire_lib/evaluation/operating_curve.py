@@ -207,19 +207,27 @@ def operating_curve(
                 "needless": float(asked_b[~y].mean()) if (~y).any() else None,
             }
         )
-    finite = [m for m in margins if math.isfinite(m)]
     return {
-        "n": len(records),
-        "n_inquiry": sum(labels),
-        "fork_reached": len(finite),
-        "margins": [m if math.isfinite(m) else None for m in margins],
-        "labels": labels,
-        "points": curve_points(margins, labels),
+        **margin_curve(margins, labels, n_boot=n_boot, seed=seed),
         "at_zero": {
             "isr": float(np.mean([a for a, y in zip(asked, labels) if y])) if any(labels) else None,
             "needless": float(np.mean([a for a, y in zip(asked, labels) if not y])) if not all(labels) else None,
         },
         "agreement": agreement,
         "verified": verified,
+    }
+
+
+def margin_curve(margins, labels, n_boot: int = 1000, seed: int = 0) -> dict:
+    """The curve that the fork's margins alone give (`labels` True where asking was required): its points,
+    how many steps reached the fork, and the AUC with its bootstrap interval."""
+    labels = [bool(y) for y in labels]
+    return {
+        "n": len(labels),
+        "n_inquiry": sum(labels),
+        "fork_reached": sum(math.isfinite(m) for m in margins),
+        "margins": [m if math.isfinite(m) else None for m in margins],
+        "labels": labels,
+        "points": curve_points(margins, labels),
         "auc": bootstrap_auc(margins, labels, n_boot=n_boot, seed=seed),
     }

@@ -7,17 +7,13 @@ from __future__ import annotations
 from ..data.benchmark import held_out_tasks, test_records, validation_records
 from ..evaluation import episodes
 from ..evaluation.asking import compare_curves, task_row, verdict
-from ..evaluation.confidence import (
-    confidence_curve,
-    confidence_points,
-    confidence_policy,
-    confidence_scores,
-)
+from ..evaluation.confidence import asking_scores, confidence_curve, confidence_points, confidence_policy
 from ..evaluation.metrics import asking_errors
-from ..evaluation.operating_curve import ask_margins, asks, choose_point, curve_points, learned_policy, operating_curve
+from ..evaluation.operating_curve import asks, choose_point, curve_points, learned_policy, margin_curve
 from ..profiles import Profile
-from ..training.checkpoints import available_checkpoints, checkpoint_path
+from ..training.checkpoints import ask_bias_of, available_checkpoints, checkpoint_path
 from ..training.models import loaded
+from .evaluate import evaluate_checkpoint
 from .timed import timed
 
 # the agents compared: both SFT inquirers and the GRPO stage from each
@@ -49,15 +45,20 @@ def compare_asking(
     val_records = val_records if val_records is not None else validation_records(profile)
     tasks = tasks if tasks is not None else held_out_tasks(profile)
     seed, limit = profile.seed, profile.select_max_needless_steps
+    labels = [bool(r["inquiry_required"]) for r in records]
     val_labels = [bool(r["inquiry_required"]) for r in val_records]
-    with loaded(profile, checkpoint_path(profile, name)) as m:
+    path = checkpoint_path(profile, name)
+    # greedy at bias 0 is the checkpoint's own step evaluation (read back when the run has it)
+    greedy = evaluate_checkpoint(profile, name, records, out_root) if not ask_bias_of(path) else None
+    with loaded(profile, path) as m:
         model, processor = m.model, m.processor
-        learned = operating_curve(model, processor, records, profile, verify_biases=(), n_boot=n_boot, seed=seed)
-        confidence = confidence_curve(*_scored(model, processor, records, profile), n_boot=n_boot, seed=seed)
-        val_margins, _ = ask_margins(model, processor, val_records, profile)
+        # one pass a split gives both curves (`evaluation.confidence.asking_scores`)
+        scores, margins, raw = asking_scores(model, processor, records, profile)
+        learned = {**margin_curve(margins, labels, n_boot=n_boot, seed=seed), "at_zero": _at_zero(greedy)}
+        confidence = confidence_curve(scores, labels, asks(raw, profile), n_boot=n_boot, seed=seed)
+        val_scores, val_margins, val_raw = asking_scores(model, processor, val_records, profile)
         bias_point = choose_point(curve_points(val_margins, val_labels), limit)
-        val_scores, _, val_acted = _scored(model, processor, val_records, profile)
-        threshold_point = choose_point(confidence_points(val_scores, val_labels, val_acted), limit)
+        threshold_point = choose_point(confidence_points(val_scores, val_labels, asks(val_raw, profile)), limit)
         policies = {
             "learned": learned_policy(model, processor, profile, bias_point["bias"]),
             "confidence": confidence_policy(model, processor, profile, threshold_point["threshold"]),
@@ -83,9 +84,10 @@ def compare_asking(
     }
 
 
-def _scored(model, processor, records: list[dict], profile: Profile) -> tuple[list[float], list[bool], list[bool]]:
-    scores, raw = confidence_scores(model, processor, records, profile)
-    return scores, [bool(r["inquiry_required"]) for r in records], asks(raw, profile)
+def _at_zero(metrics: dict | None) -> dict:
+    """The greedy point (bias 0) on the curve's axes, from the step evaluation's metrics."""
+    rate = lambda key: (metrics or {}).get("overall", {}).get(key, {}).get("value")
+    return {"isr": rate("inquiry_recall"), "needless": rate("needless_rate")}
 
 
 def compare_agents(profile: Profile, names=AGENTS, out_root=None, n_boot: int = 1000) -> dict[str, dict]:
