@@ -2,7 +2,7 @@
 #   make run [PROFILE=quick|smoke|small|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
 #                                      execute every notebook with papermill as a named run
 #   make install                       the project's .venv and the OpenVINO exporter's own .venv-export
-#   make test                          lint + the whole pytest suite (installs chromium if it can)
+#   make test [TEST_WORKERS=n]         lint + the whole pytest suite, a worker per core (installs chromium if it can)
 #   make test-fast                     lint + the tests not marked slow (no notebooks, training, browser)
 #   make lint                          import layers, ruff's lint and ruff's format check on the whole tree
 #   make quality                       the same checks, by the name other projects give them
@@ -88,11 +88,16 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# One pytest worker per core (pytest-xdist), each test file in one worker so a module's fixtures are built once:
+# most tests drive a tiny model or a kernel that keeps one core busy, so the files run side by side.
+TEST_WORKERS ?= auto
+PYTEST := $(OFFLINE) $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
 test: browser $(STAMP) $(EXPORT_STAMP) lint
-	$(OFFLINE) $(BIN)/python -m pytest -q tests
+	$(PYTEST) tests
 
 test-fast: $(STAMP) lint
-	$(OFFLINE) $(BIN)/python -m pytest -q -m "not slow" tests
+	$(PYTEST) -m "not slow" tests
 
 bench: $(STAMP)
 	@test -n "$(BENCHMARKS)" || { echo "no benchmarks/*.py to run" >&2; exit 1; }
