@@ -313,6 +313,7 @@ def _evaluate(args) -> int:
     from .profiles import OverrideError, apply_overrides, parse_overrides
     from .runs.paths import RUN_NAME, run_dir, run_named_by_overrides
     from .runs.summary import step_markdown, task_markdown
+    from .stages.compare_asking import asking_curves
     from .stages.evaluate import evaluate_checkpoint, evaluate_checkpoint_tasks
     from .training.checkpoints import checkpoint_path
 
@@ -334,17 +335,26 @@ def _evaluate(args) -> int:
             raise UsageError(str(exc)) from None
     os.environ[RUN_NAME[0]] = args.run or given or ""  # where the metrics go: --run, else the caller's run
     run_named_by_overrides(profile)  # where the metrics go
+    asking = {}
     for name, path in paths.items():
         if args.level in ("step", "both"):
             evaluate_checkpoint(profile, name, path=path)
         if args.level in ("task", "both"):
             evaluate_checkpoint_tasks(profile, name, path=path)
+        if args.level == "asking":
+            asking[name] = asking_curves(profile, name, path=path)
     out = run_dir(profile)
     print(f"run {out}")
     if args.level in ("step", "both"):
         print("Step level (held-out test steps, greedy; Wilson 95% CIs):\n" + step_markdown(out))
     if args.level in ("task", "both"):
         print("Task level (online in PhoneEnv, held-out tasks):\n" + task_markdown(out))
+    if asking:
+        from .viz.plots import asking_auc_table
+
+        print("When to ask (test steps; AUC with bootstrap 95% CIs; step ISR learned / confidence):")
+        print(asking_auc_table(asking).to_string())
+        print("\n".join(c["verdict"] for c in asking.values()))
     return 0
 
 
@@ -763,7 +773,13 @@ def _parser() -> argparse.ArgumentParser:
         default="default",
         help="the run whose artifacts the checkpoint names are looked up in (default: default)",
     )
-    ev.add_argument("--level", choices=("step", "task", "both"), default="both", help="step level, task level or both")
+    ev.add_argument(
+        "--level",
+        choices=("step", "task", "both", "asking"),
+        default="both",
+        help="step level, task level, both, or asking: learned asking against a confidence threshold, both curves "
+        "on the test steps from one HF pass (metrics/asking_<name>.json)",
+    )
     ev.set_defaults(fn=_evaluate)
     lc = sub.add_parser(
         "learning-curve",

@@ -336,3 +336,30 @@ def test_evaluate_scores_named_checkpoints_into_the_run_the_overrides_name(tmp_p
     assert cli.main(["evaluate", "grpo_full", "--profile", "smoke"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "grpo_full" in err[0] and "has not been trained" in err[0]
+
+
+def test_evaluate_asking_writes_both_families_curves_from_one_pass(tmp_path, capsys, monkeypatch):
+    """`inquire evaluate --level asking`: both askers' curves on the test steps, their AUCs and the sentence read
+    off them, into the run's metrics. The untrained smoke model never writes the fork, so learned asking never
+    asks (AUC one half, all ties) while every step gets a confidence score."""
+    monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("INQUIRE_RUN_NAME", "")
+    smoke = [
+        "--profile",
+        "smoke",
+        "--set",
+        "eval_tasks=2",
+        "--set",
+        "eval_inquiry_steps=2",
+        "--set",
+        "eval_max_new_tokens=12",
+    ]
+    assert cli.main(["evaluate", "untrained", *smoke, "--level", "asking", "--run", "asking"]) == 0
+    out = capsys.readouterr().out
+    c = json.loads((tmp_path / "runs" / "smoke" / "asking" / "metrics" / "asking_untrained.json").read_text())
+    n = c["learned"]["n"]
+    assert n > 0 and c["confidence"]["n"] == n and len(c["confidence"]["scores"]) == n
+    assert c["learned"]["n_inquiry"] == c["confidence"]["n_inquiry"] > 0
+    assert c["learned"]["fork_reached"] == 0 and c["learned"]["auc"]["value"] == 0.5
+    assert c["device"]["cpu_kind"] and c["verdict"].startswith("untrained: AUC learned 0.50 (")
+    assert "learned AUC" in out and c["verdict"] in out

@@ -1,6 +1,6 @@
 """When to ask, compared on one checkpoint: learned asking (the bias on its ask decision) against the
-confidence-threshold asker, step level on the test split, then online on the held-out tasks at the
-operating point each family chooses on the validation split (`evaluation.asking`)."""
+confidence-threshold asker, step level on the test split (`asking_curves`), then online on the held-out tasks
+at the operating point each family chooses on the validation split (`compare_asking`, `evaluation.asking`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from ..evaluation.confidence import asking_scores, confidence_curve, confidence_
 from ..evaluation.metrics import asking_errors
 from ..evaluation.operating_curve import asks, choose_point, curve_points, learned_policy, margin_curve
 from ..profiles import Profile
+from ..runs.hardware import device_stamp
+from ..runs.paths import run_dir, write_json_atomic
 from ..training.checkpoints import ask_bias_of, available_checkpoints, checkpoint_path
 from ..training.models import loaded
 from .evaluate import evaluate_checkpoint
@@ -25,6 +27,35 @@ CURVE_KEYS = ("n", "n_inquiry", "fork_reached", "at_zero", "auc", "points")
 def asker_names(agent: str) -> dict[str, str]:
     """The names an agent's two askers are played under online (their trajectories and task metrics)."""
     return {"learned": f"{agent}@learned", "confidence": f"{agent}@confidence"}
+
+
+@timed("asking curves")
+def asking_curves(
+    profile: Profile, name: str, records: list[dict] | None = None, path: str | None = None, out_root=None, n_boot=1000
+) -> dict:
+    """Both families' curves of checkpoint `name` (or the folder `path`) on the test split (or `records`), from
+    one HF pass (`evaluation.confidence.asking_scores`), compared, with the sentence read off them; written to
+    the run's `metrics/asking_<name>.json`. The curves of `compare_asking` without its choice on validation and
+    its online play, so the comparison can be had at the cost of one greedy pass."""
+    records = records if records is not None else test_records(profile)
+    labels = [bool(r["inquiry_required"]) for r in records]
+    path = path if path is not None else checkpoint_path(profile, name)
+    with loaded(profile, path) as m:
+        scores, margins, raw = asking_scores(m.model, m.processor, records, profile)
+    learned = margin_curve(margins, labels, n_boot=n_boot, seed=profile.seed)
+    confidence = confidence_curve(scores, labels, asks(raw, profile), n_boot=n_boot, seed=profile.seed)
+    compared = compare_curves(learned, confidence)
+    out = {
+        "agent": name,
+        "profile": profile.name,
+        "device": device_stamp(),
+        "learned": learned,
+        "confidence": confidence,
+        "compared": compared,
+        "verdict": verdict(name, compared),
+    }
+    write_json_atomic(run_dir(profile, out_root) / "metrics" / f"asking_{name}.json", out)
+    return out
 
 
 @timed("asking compared")
@@ -44,18 +75,16 @@ def compare_asking(
     records = records if records is not None else test_records(profile)
     val_records = val_records if val_records is not None else validation_records(profile)
     tasks = tasks if tasks is not None else held_out_tasks(profile)
-    seed, limit = profile.seed, profile.select_max_needless_steps
-    labels = [bool(r["inquiry_required"]) for r in records]
+    limit = profile.select_max_needless_steps
     val_labels = [bool(r["inquiry_required"]) for r in val_records]
     path = checkpoint_path(profile, name)
     # greedy at bias 0 is the checkpoint's own step evaluation (read back when the run has it)
     greedy = evaluate_checkpoint(profile, name, records, out_root) if not ask_bias_of(path) else None
+    curves = asking_curves(profile, name, records, path, out_root, n_boot)
+    learned, confidence = {**curves["learned"], "at_zero": _at_zero(greedy)}, curves["confidence"]
     with loaded(profile, path) as m:
         model, processor = m.model, m.processor
-        # one pass a split gives both curves (`evaluation.confidence.asking_scores`)
-        scores, margins, raw = asking_scores(model, processor, records, profile)
-        learned = {**margin_curve(margins, labels, n_boot=n_boot, seed=seed), "at_zero": _at_zero(greedy)}
-        confidence = confidence_curve(scores, labels, asks(raw, profile), n_boot=n_boot, seed=seed)
+        # one pass gives both families' points on validation too (`evaluation.confidence.asking_scores`)
         val_scores, val_margins, val_raw = asking_scores(model, processor, val_records, profile)
         bias_point = choose_point(curve_points(val_margins, val_labels), limit)
         threshold_point = choose_point(confidence_points(val_scores, val_labels, asks(val_raw, profile)), limit)
@@ -72,13 +101,12 @@ def compare_asking(
             )
             errors = asking_errors(episodes.load_trajectories(profile, run, out_root))
             rows.append({**task_row(asker, metrics, errors), "by_category": errors["by_category"]})
-    compared = compare_curves(learned, confidence)
     return {
         "agent": name,
         "learned": {k: learned[k] for k in CURVE_KEYS},
         "confidence": {k: confidence[k] for k in ("score", "n", "n_inquiry", "acted_asks", "auc", "points")},
-        "compared": compared,
-        "verdict": verdict(name, compared),
+        "compared": curves["compared"],
+        "verdict": curves["verdict"],
         "validation": {"max_needless": limit, "learned": bias_point, "confidence": threshold_point},
         "tasks": rows,
     }
