@@ -7,7 +7,7 @@ and evaluates its points through them); above `training`, `evaluation` and `data
 or evaluates one checkpoint records its wall time in the run's timings (`stages.timed`).
 """
 
-from .compare_asking import AGENTS as ASKING_AGENTS, asker_names, compare_agents, compare_asking
+from .compare_asking import AGENTS as ASKING_AGENTS, asker_names, asking_curves, compare_agents, compare_asking
 from .dagger_rounds import dagger, dagger_examples, dagger_table, sft_control
 from .evaluate import (
     evaluate_all_tasks,
@@ -25,6 +25,7 @@ from .train import base_agent, grpo, select_checkpoint, sft, short_run
 __all__ = [
     "ASKING_AGENTS",
     "asker_names",
+    "asking_curves",
     "compare_agents",
     "compare_asking",
     "dagger",
