@@ -43,6 +43,7 @@ def test_project_metadata():
     assert "kernels" not in deps  # it fetches code from a hub at import time
     assert set(_pins(project["optional-dependencies"]["test"])) == {
         "pytest",
+        "pytest-xdist",
         "hypothesis",
         "import-linter",
         "playwright",
