@@ -131,7 +131,8 @@ def answer_score(tokenizer, tokens: list[int], logprobs: list[float]) -> float:
 
 
 class _Readers:
-    """The pass's readers as one `LogitsProcessor`, each handed the scores before the ask is taken away."""
+    """The pass's readers as one `LogitsProcessor`, each handed the scores before the ask is taken away (a
+    `LogitsProcessorList` cannot sit inside the one `generate` builds: its `**kwargs` would be demanded)."""
 
     def __init__(self, *readers):
         self.readers = readers
@@ -146,8 +147,8 @@ def confidence_scores(
     model, processor, records: list[dict], profile, batch_size: int | None = None, progress: bool = False
 ) -> tuple[list[float], list[str]]:
     """One greedy pass with the ask taken away: each step's score and its acting completion, in the
-    records' order."""
-    scores, _, raw = _pass(model, processor, records, profile, batch_size, progress, margins=False)
+    records' order (`asking_scores` without the margins)."""
+    scores, _, raw = asking_scores(model, processor, records, profile, batch_size, progress)
     return scores, raw
 
 
@@ -162,20 +163,16 @@ def asking_scores(
     after the learned fork (the reasoning's "Inquiry check:" or the tool call's own), so every token before
     the fork is the one greedy decoding writes at bias 0, and the margin is read before the ask is taken
     away. One pass instead of two for both curves."""
-    return _pass(model, processor, records, profile, batch_size, progress, margins=True)
-
-
-def _pass(model, processor, records, profile, batch_size, progress, margins: bool):
     from .fork import ForkBias, find_fork
     from .steps import generate  # torch: the curve maths above stay importable without it
 
     tok = processor.tokenizer
     fork = find_fork(tok, profile.use_think)
-    made: list[tuple[AnswerLogProbs, ForkBias | None]] = []
+    made: list[tuple[AnswerLogProbs, ForkBias]] = []
 
     def factory() -> _Readers:
-        made.append((AnswerLogProbs([tok.eos_token_id, tok.pad_token_id]), ForkBias(tok, fork) if margins else None))
-        return _Readers(*(r for r in made[-1] if r is not None))
+        made.append((AnswerLogProbs([tok.eos_token_id, tok.pad_token_id]), ForkBias(tok, fork)))
+        return _Readers(*made[-1])
 
     order: list[int] = []
     raw = generate(
@@ -190,11 +187,8 @@ def _pass(model, processor, records, profile, batch_size, progress, margins: boo
         order=order,
     )
     rows = in_record_order([(t, lp) for p, _ in made for t, lp in zip(p.tokens, p.logprobs)], order)
-    scores = [answer_score(tok, t, lp) for t, lp in rows]
-    if not margins:
-        return scores, None, raw
-    found = in_record_order([m for _, f in made for m in f.margins], order)
-    return scores, [-math.inf if math.isnan(m) else m for m in found], raw
+    margins = in_record_order([m for _, f in made for m in f.margins], order)
+    return [answer_score(tok, t, lp) for t, lp in rows], [-math.inf if math.isnan(m) else m for m in margins], raw
 
 
 def confidence_operating_curve(

@@ -38,24 +38,21 @@ def asking_curves(
     the run's `metrics/asking_<name>.json`. The curves of `compare_asking` without its choice on validation and
     its online play, so the comparison can be had at the cost of one greedy pass."""
     records = records if records is not None else test_records(profile)
+    with loaded(profile, path if path is not None else checkpoint_path(profile, name)) as m:
+        curves = _curves(m.model, m.processor, name, records, profile, n_boot)
+    out = {"agent": name, "profile": profile.name, "device": device_stamp(), **curves}
+    write_json_atomic(run_dir(profile, out_root) / "metrics" / f"asking_{name}.json", out)
+    return out
+
+
+def _curves(model, processor, name: str, records: list[dict], profile: Profile, n_boot: int) -> dict:
+    """Both families' curves on `records` from one pass, compared, and the sentence read off them."""
     labels = [bool(r["inquiry_required"]) for r in records]
-    path = path if path is not None else checkpoint_path(profile, name)
-    with loaded(profile, path) as m:
-        scores, margins, raw = asking_scores(m.model, m.processor, records, profile)
+    scores, margins, raw = asking_scores(model, processor, records, profile)
     learned = margin_curve(margins, labels, n_boot=n_boot, seed=profile.seed)
     confidence = confidence_curve(scores, labels, asks(raw, profile), n_boot=n_boot, seed=profile.seed)
     compared = compare_curves(learned, confidence)
-    out = {
-        "agent": name,
-        "profile": profile.name,
-        "device": device_stamp(),
-        "learned": learned,
-        "confidence": confidence,
-        "compared": compared,
-        "verdict": verdict(name, compared),
-    }
-    write_json_atomic(run_dir(profile, out_root) / "metrics" / f"asking_{name}.json", out)
-    return out
+    return {"learned": learned, "confidence": confidence, "compared": compared, "verdict": verdict(name, compared)}
 
 
 @timed("asking compared")
@@ -80,10 +77,10 @@ def compare_asking(
     path = checkpoint_path(profile, name)
     # greedy at bias 0 is the checkpoint's own step evaluation (read back when the run has it)
     greedy = evaluate_checkpoint(profile, name, records, out_root) if not ask_bias_of(path) else None
-    curves = asking_curves(profile, name, records, path, out_root, n_boot)
-    learned, confidence = {**curves["learned"], "at_zero": _at_zero(greedy)}, curves["confidence"]
     with loaded(profile, path) as m:
         model, processor = m.model, m.processor
+        curves = _curves(model, processor, name, records, profile, n_boot)
+        learned, confidence = {**curves["learned"], "at_zero": _at_zero(greedy)}, curves["confidence"]
         # one pass gives both families' points on validation too (`evaluation.confidence.asking_scores`)
         val_scores, val_margins, val_raw = asking_scores(model, processor, val_records, profile)
         bias_point = choose_point(curve_points(val_margins, val_labels), limit)
