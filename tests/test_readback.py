@@ -83,6 +83,44 @@ def test_second_evaluation_is_read_back_and_a_new_setting_reruns(monkeypatch):
         pipeline.evaluate_checkpoint(profile, "untrained", records[:-1])
 
 
+def test_same_key_finds_another_name_with_its_outputs(tmp_path):
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "step_a.json").write_text(json.dumps({"checkpoint": "a", "eval_key": "k1"}))
+    (tmp_path / "metrics" / "step_b.json").write_text(json.dumps({"checkpoint": "b", "eval_key": "k2"}))
+    (tmp_path / "metrics" / "task_c.json").write_text(json.dumps({"checkpoint": "c", "eval_key": "k1"}))
+    assert readback.same_key(tmp_path, "step", "k1") is None  # no predictions beside a's metrics
+    for name, out in (("a", "step_predictions.jsonl"), ("b", "step_predictions.jsonl"), ("c", "trajectories.jsonl")):
+        (tmp_path / "eval" / name).mkdir(parents=True)
+        (tmp_path / "eval" / name / out).write_text("{}\n")
+    assert readback.same_key(tmp_path, "step", "k1") == "a"
+    assert readback.same_key(tmp_path, "step", "k2") == "b"
+    assert readback.same_key(tmp_path, "task", "k1") == "c"
+    assert readback.same_key(tmp_path, "step", "k3") is None
+
+
+@pytest.mark.slow  # builds the tiny smoke model and generates once
+def test_another_name_with_the_same_key_is_scored_from_stored_answers(monkeypatch):
+    """A second name for the same model, items and settings (an ablation point that is a recipe stage) loads no
+    model: the first name's answers are scored under the second, whose files name it and carry its extra."""
+    from inquire_lib.training.models import model_path
+
+    profile = get_profile("smoke").replace(eval_tasks=2, eval_max_new_tokens=8)
+    records = pipeline.test_records(profile)
+    first = pipeline.evaluate_checkpoint(profile, "untrained", records)
+    monkeypatch.setattr(stage_evaluation, "loaded", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("loaded")))
+    twin = stage_evaluation.evaluate_checkpoint(
+        profile, "abl_twin_s0", records, path=model_path(profile), extra={"variant": "twin"}
+    )
+    assert twin["read_back"] is True and twin["answers_from"] == "untrained" and twin["variant"] == "twin"
+    assert twin["checkpoint"] == "abl_twin_s0" and twin["eval_key"] == first["eval_key"]
+    assert twin["overall"] == first["overall"] and twin["generate_seconds"] == first["generate_seconds"]
+    preds = run_dir(profile) / "eval" / "abl_twin_s0" / "step_predictions.jsonl"
+    lines = [json.loads(line) for line in preds.read_text().splitlines()]
+    assert len(lines) == len(records) and {r["checkpoint"] for r in lines} == {"abl_twin_s0"}
+    again = stage_evaluation.evaluate_checkpoint(profile, "abl_twin_s0", records, path=model_path(profile))
+    assert again["read_back"] is True and "answers_from" in again  # now stored under its own name
+
+
 @pytest.mark.slow
 def test_task_evaluation_is_read_back(monkeypatch):
     profile = get_profile("smoke").replace(eval_max_new_tokens=8, max_episode_steps=2)

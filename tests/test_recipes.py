@@ -44,7 +44,7 @@ def test_profiles_come_in_the_recipes_order_with_their_grids():
     assert PROFILES["small"].grpo_inquiry_share == 0.5  # from cpu
     assert PROFILES["quick"].model == PROFILES["small"].model == "smollm2:135m"  # quick inherits small
     assert PROFILES["quick"].base_agent_from == "" and PROFILES["quick"].eval_tasks == 10
-    assert ABLATION_GRIDS == {"quick": ("sft_baseline", "sft_weak_share")}
+    assert ABLATION_GRIDS == {name: ("sft_baseline", "sft_weak_share") for name in ("small", "quick")}
     assert PROFILES["small"].reward_funcs == ("format", "action", "inquiry", "reasoned_ask")  # a list read as a tuple
     assert isinstance(PROFILES["cpu"].grpo_lr, float) and PROFILES["cpu"].grpo_lr == 1e-4
 

@@ -6,7 +6,9 @@ metrics file records a key: a sha256 over what decides its result, namely the mo
 weights and configs, `training.models.model_digest`), the items (every step record, screenshot bytes
 included, or every task), the profile settings that shape prompts, decoding and episodes
 (`EVAL_SETTINGS`) and the library's own source. A later evaluation with the same key returns the
-stored metrics when its predictions are on disk too; any difference evaluates again and overwrites.
+stored metrics when its predictions are on disk too; any difference evaluates again and overwrites. The key
+names no checkpoint: a step evaluation stored under another name with the same key (an ablation point that is a
+recipe stage) gives its answers to be scored under the new name (`same_key`).
 """
 
 from __future__ import annotations
@@ -75,3 +77,12 @@ def read_back(run_dir: str | Path, kind: str, name: str, key: str) -> dict | Non
     if not (Path(run_dir) / "eval" / name / OUTPUTS[kind]).is_file():
         return None
     return stored
+
+
+def same_key(run_dir: str | Path, kind: str, key: str) -> str | None:
+    """The checkpoint name of another stored evaluation of `kind` that carries `key` and its outputs, or None."""
+    for path in sorted((Path(run_dir) / "metrics").glob(f"{kind}_*.json")):
+        name = path.stem[len(kind) + 1 :]
+        if read_back(run_dir, kind, name, key) is not None:
+            return name
+    return None

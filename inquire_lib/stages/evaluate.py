@@ -3,6 +3,8 @@ content, the items, the settings, the code: `runs.readback`) is read back instea
 
 from __future__ import annotations
 
+import json
+
 from ..data.benchmark import held_out_tasks, test_records
 from ..evaluation import episodes
 from ..evaluation.operating_curve import operating_curve
@@ -10,7 +12,7 @@ from ..evaluation.steps import evaluate_model, evaluate_steps, reference_outputs
 from ..profiles import Profile
 from ..runs import readback
 from ..runs.paths import run_dir
-from ..runs.records import REFERENCES
+from ..runs.records import REFERENCES, metrics_file, read_jsonl
 from ..training.checkpoints import ask_bias_of, available_checkpoints, checkpoint_path
 from ..training.models import loaded, model_digest
 from ..training.openvino import engine_loaded, engine_of, engine_precision
@@ -36,19 +38,29 @@ def played_digest(path: str | None, profile: Profile, bias: float | None = None)
 
 
 def evaluate_once(
-    profile: Profile, kind: str, name: str, path: str | None, items_digest: str, out_root, evaluate
+    profile: Profile, kind: str, name: str, path: str | None, items_digest: str, out_root, evaluate, rescore=None
 ) -> dict:
-    """The stored metrics of an evaluation with the same key (`runs.readback`), marked read back;
+    """The stored metrics of an evaluation with the same key (`runs.readback`), marked read back; else, given
+    `rescore(raw_outputs, extra)`, another checkpoint's stored answers under the same key scored as `name`'s;
     else load the model at `path` on the engine `training.openvino.engine_of` names (HF, or the OpenVINO
     engine over the checkpoint's export), run `evaluate(model, processor, extra, ask_bias)` with the
     checkpoint's ask bias (`training.checkpoints.ask_bias_of`) and free the model. The key holds that bias
     and the engine: the same weights played at another operating point, or by another engine, differ."""
     bias = ask_bias_of(path)
     key = readback.eval_key(kind, played_digest(path, profile, bias), items_digest, profile)
-    stored = readback.read_back(run_dir(profile, out_root), kind, name, key)
+    where = run_dir(profile, out_root)
+    stored = readback.read_back(where, kind, name, key)
     if stored is not None:
         print(f"{name}: {kind} metrics read back (same model, items and settings)")
         return {**stored, "read_back": True}
+    twin = readback.same_key(where, kind, key) if rescore is not None else None
+    if twin is not None:
+        print(f"{name}: the same model, items and settings as {twin}; its answers scored as {name}'s")
+        answers = [rec["raw_output"] for _, rec in read_jsonl(where / "eval" / twin / readback.OUTPUTS[kind])]
+        kept = ("eval_engine", "answers_at_token_cap", "generate_seconds", "ask_bias")
+        first = json.loads(metrics_file(where, kind, twin).read_text(encoding="utf-8"))
+        carried = {k: first[k] for k in kept if k in first}
+        return {**rescore(answers, {**carried, readback.KEY: key, "answers_from": twin}), "read_back": True}
     engine = engine_of(profile, bias)
     if engine != profile.eval_engine:
         print(f"{name}: ask bias {bias!r} is a logits processor, so it is evaluated on HF, not {profile.eval_engine}")
@@ -78,6 +90,9 @@ def evaluate_checkpoint(
         out_root,
         lambda model, processor, key, bias: evaluate_model(
             name, model, processor, profile, records, out_root=out_root, extra={**(extra or {}), **key}, ask_bias=bias
+        ),
+        rescore=lambda answers, key: evaluate_steps(
+            name, records, profile, answers, out_root, {**(extra or {}), **key}
         ),
     )
 
