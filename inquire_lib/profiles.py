@@ -516,7 +516,8 @@ class Profile:
     # training seed + 1, ...; each chosen on validation
     grpo_seeds: int = field(
         default=1,
-        metadata={"help": "training seeds of each GRPO stage in the GRPO notebook's table", "affects": ("grpo",)},
+        # how many runs, not what one run is: no stage's key reads it
+        metadata={"help": "training seeds of each GRPO stage in the GRPO notebook's table", "affects": ("run",)},
     )
     # two runs side by side on 2 cores, each on one thread, cost about what one costs alone (docs/lab/log.md)
     parallel_runs: int = field(

@@ -234,6 +234,11 @@ def test_quick_is_served_by_smalls_shipped_base_agent_and_stages(monkeypatch, tm
         keys[stage] = shipped_stages.stage_key(shipped_stages.stage_settings(quick, stage, steps, None), keys[start])
     shipped = {p.name for p in shipped_stages.STAGES_ROOT.iterdir()}
     assert {f"{stage}-{key}" for stage, key in keys.items()} <= shipped
+    # how many GRPO seeds a run trains is not what one run is: the shipped stage serves any count
+    seeds = apply_overrides("quick", {"grpo_seeds": 3})
+    assert shipped_stages.stage_settings(seeds, "grpo_weak", seeds.grpo_steps, None) == shipped_stages.stage_settings(
+        quick, "grpo_weak", quick.grpo_steps, None
+    )
     # a setting that shapes stage 1 changes every key below it: nothing shipped is served for it
     other = apply_overrides("quick", {"sft_lr": 1e-4})
     assert f"sft_full-{run_key(other, 'sft_full', other.sft_steps, 1.0)}" not in shipped
