@@ -302,6 +302,21 @@ def _learning_curve(args) -> int:
     return 0
 
 
+def _choose(profile, paths: dict) -> int:
+    """`inquire evaluate NAME... --level choose`: the chain's choice on validation, printed."""
+    from .stages import choose_on_validation
+
+    choice = choose_on_validation(profile, list(paths), paths=paths)
+    fmt = lambda m: "n/a" if m["value"] is None else f"{m['value']:.3f} ({m['lo']:.3f}-{m['hi']:.3f})"  # noqa: E731
+    print(f"On {choice['validation_tasks']} validation tasks online (Wilson 95% CIs): {choice['rule']}")
+    for name, rates in choice["validation"].items():
+        print(f"  {name}: " + ", ".join(f"{k} {fmt(v)}" for k, v in rates.items()))
+    test = choice["test"]
+    tail = ", ".join(f"{k} {fmt(v)}" for k, v in test.items()) if test else "not played on the test split in this run"
+    print(f"chosen: {choice['chosen']}; on the test split: {tail}")
+    return 0
+
+
 def _evaluate(args) -> int:
     """Named checkpoints (or folders) on the test split, step by step and online in PhoneEnv, into the run that
     `--run` or the overrides name (each evaluated once: a stored one with the same key is read back); then the
@@ -335,6 +350,8 @@ def _evaluate(args) -> int:
             raise UsageError(str(exc)) from None
     os.environ[RUN_NAME[0]] = args.run or given or ""  # where the metrics go: --run, else the caller's run
     run_named_by_overrides(profile)  # where the metrics go
+    if args.level == "choose":
+        return _choose(profile, paths)
     asking = {}
     for name, path in paths.items():
         if args.level in ("step", "both"):
@@ -775,10 +792,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--level",
-        choices=("step", "task", "both", "asking"),
+        choices=("step", "task", "both", "asking", "choose"),
         default="both",
         help="step level, task level, both, or asking: learned asking against a confidence threshold, both curves "
-        "on the test steps from one HF pass (metrics/asking_<name>.json)",
+        "on the test steps from one HF pass (metrics/asking_<name>.json); or choose: the checkpoints played online "
+        "on the validation tasks, the highest task SR chosen, with its test row (metrics/chain_choice.json)",
     )
     ev.set_defaults(fn=_evaluate)
     lc = sub.add_parser(

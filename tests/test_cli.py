@@ -363,3 +363,34 @@ def test_evaluate_asking_writes_both_families_curves_from_one_pass(tmp_path, cap
     assert c["learned"]["fork_reached"] == 0 and c["learned"]["auc"]["value"] == 0.5
     assert c["device"]["cpu_kind"] and c["verdict"].startswith("untrained: AUC learned 0.50 (")
     assert "learned AUC" in out and c["verdict"] in out
+
+
+@pytest.mark.slow
+def test_evaluate_choose_plays_validation_and_reports_the_chosen_test_row(tmp_path, capsys, monkeypatch):
+    """`inquire evaluate --level choose`: each checkpoint played online on the validation tasks (under the run's
+    validation/ folder), the highest task SR chosen with a tie going to the earlier name, and the chosen one's
+    test-split row once the run has played it there; a second choice reads every play back."""
+    from inquire_lib.stages import evaluate as stage_evaluation
+    from inquire_lib.training.models import model_path
+
+    monkeypatch.setenv("INQUIRE_RUNS", str(tmp_path / "runs"))
+    monkeypatch.setenv("INQUIRE_RUN_NAME", "")
+    smoke = ["--profile", "smoke", "--set", "val_tasks=2", "--set", "max_episode_steps=2"]
+    smoke += ["--set", "eval_max_new_tokens=8", "--set", "eval_tasks=2", "--run", "choice"]
+    twin = f"twin={model_path(apply_overrides('smoke', {}))}"
+    assert cli.main(["evaluate", "untrained", twin, *smoke, "--level", "choose"]) == 0
+    run = tmp_path / "runs" / "smoke" / "choice"
+    choice = json.loads((run / "metrics" / "chain_choice.json").read_text())
+    assert choice["validation_tasks"] == 2 and choice["chosen"] == "untrained" and choice["test"] is None
+    assert list(choice["validation"]) == ["untrained", "twin"]
+    assert choice["validation"]["untrained"] == choice["validation"]["twin"]  # the same weights: a tie
+    assert set(choice["validation"]["twin"]) == {"success_rate", "isr", "unsafe_rate", "needless_rate"}
+    val = json.loads((run / "validation" / "smoke" / "choice" / "metrics" / "task_twin.json").read_text())
+    assert val["overall"]["n"] == 2 and not (run / "metrics" / "task_twin.json").exists()
+    assert "chosen: untrained; on the test split: not played" in capsys.readouterr().out
+    assert cli.main(["evaluate", "untrained", *smoke, "--level", "task"]) == 0
+    monkeypatch.setattr(stage_evaluation, "loaded", lambda *_a, **_k: (_ for _ in ()).throw(AssertionError("loaded")))
+    assert cli.main(["evaluate", "untrained", twin, *smoke, "--level", "choose"]) == 0
+    choice = json.loads((run / "metrics" / "chain_choice.json").read_text())
+    test = json.loads((run / "metrics" / "task_untrained.json").read_text())["overall"]
+    assert choice["test"]["success_rate"] == test["success_rate"] and choice["test"]["unsafe_rate"]["value"] is not None

@@ -10,6 +10,7 @@ or evaluates one checkpoint records its wall time in the run's timings (`stages.
 from .compare_asking import AGENTS as ASKING_AGENTS, asker_names, asking_curves, compare_agents, compare_asking
 from .dagger_rounds import dagger, dagger_examples, dagger_table, sft_control
 from .evaluate import (
+    choose_on_validation,
     evaluate_all_tasks,
     evaluate_checkpoint,
     evaluate_checkpoint_tasks,
@@ -32,6 +33,7 @@ __all__ = [
     "dagger_examples",
     "dagger_table",
     "sft_control",
+    "choose_on_validation",
     "evaluate_all_tasks",
     "evaluate_checkpoint",
     "evaluate_checkpoint_tasks",

@@ -3,16 +3,14 @@ content, the items, the settings, the code: `runs.readback`) is read back instea
 
 from __future__ import annotations
 
-import json
-
-from ..data.benchmark import held_out_tasks, test_records
+from ..data.benchmark import held_out_tasks, test_records, validation_tasks
 from ..evaluation import episodes
 from ..evaluation.operating_curve import operating_curve
 from ..evaluation.steps import evaluate_model, evaluate_steps, reference_outputs
 from ..profiles import Profile
 from ..runs import readback
-from ..runs.paths import run_dir
-from ..runs.records import REFERENCES, metrics_file, read_jsonl
+from ..runs.paths import run_dir, write_json_atomic
+from ..runs.records import REFERENCES, metrics_file, read_json, read_jsonl
 from ..training.checkpoints import ask_bias_of, available_checkpoints, checkpoint_path
 from ..training.models import loaded, model_digest
 from ..training.openvino import engine_loaded, engine_of, engine_precision
@@ -58,7 +56,7 @@ def evaluate_once(
         print(f"{name}: the same model, items and settings as {twin}; its answers scored as {name}'s")
         answers = [rec["raw_output"] for _, rec in read_jsonl(where / "eval" / twin / readback.OUTPUTS[kind])]
         kept = ("eval_engine", "answers_at_token_cap", "generate_seconds", "ask_bias")
-        first = json.loads(metrics_file(where, kind, twin).read_text(encoding="utf-8"))
+        first = read_json(metrics_file(where, kind, twin))
         carried = {k: first[k] for k in kept if k in first}
         return {**rescore(answers, {**carried, readback.KEY: key, "answers_from": twin}), "read_back": True}
     engine = engine_of(profile, bias)
@@ -137,6 +135,38 @@ def evaluate_checkpoint_tasks(
             progress=progress,
         ),
     )
+
+
+# the rates a chain's choice on validation shows for each checkpoint, the first deciding
+CHOICE_RATES = ("success_rate", "isr", "unsafe_rate", "needless_rate")
+
+
+@timed("chain choice")
+def choose_on_validation(profile: Profile, names, out_root=None, paths: dict | None = None) -> dict:
+    """The chain's checkpoint to report, chosen without the test split: each of `names` played online on the
+    validation tasks (`data.benchmark.validation_tasks`; evaluated once, under the run's `validation/` folder),
+    the highest task SR kept, a tie going to the earlier of `names` (`paths`: a folder for a name). Returns and writes
+    `metrics/chain_choice.json`: each checkpoint's validation rates, the one chosen, and its test-split task
+    metrics where the run has them."""
+    where = run_dir(profile, out_root)
+    tasks = validation_tasks(profile)
+    paths = paths or {}
+    played = {
+        n: evaluate_checkpoint_tasks(profile, n, tasks, out_root=where / "validation", path=paths.get(n)) for n in names
+    }
+    rates = {n: {k: m["overall"][k] for k in CHOICE_RATES} for n, m in played.items()}
+    chosen = max(names, key=lambda n: (rates[n]["success_rate"]["value"], -list(names).index(n)))
+    test = metrics_file(where, "task", chosen)
+    out = {
+        "profile": profile.name,
+        "validation_tasks": len(tasks),
+        "rule": "the highest task SR on validation; a tie goes to the earlier checkpoint",
+        "validation": rates,
+        "chosen": chosen,
+        "test": {k: read_json(test)["overall"][k] for k in CHOICE_RATES} if test.is_file() else None,
+    }
+    write_json_atomic(where / "metrics" / "chain_choice.json", out)
+    return out
 
 
 def scored_names(profile: Profile, names, level: str = "step") -> list[str]:
