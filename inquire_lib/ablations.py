@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from . import stages
 from .data.benchmark import test_records
 from .evaluation.effects import effect, item_outcomes
-from .profiles import ABLATION_GRIDS, Profile
+from .profiles import ABLATION_GRIDS, Named, Profile
 from .runs.integrity import finished_output
 from .runs.paths import artifacts_dir, run_dir
 from .runs.records import read_jsonl
@@ -225,7 +225,7 @@ def run_point(profile: Profile, variant: str, train_seed: int = 0, out_root=None
     }
 
 
-def _items(profile: Profile, name: str, kind: str, out_root) -> list[dict] | None:
+def _items(profile: Named, name: str, kind: str, out_root) -> list[dict] | None:
     """A point's step predictions or episodes as written by its evaluation; None when it has none."""
     path = (
         run_dir(profile.name, out_root)
@@ -236,7 +236,7 @@ def _items(profile: Profile, name: str, kind: str, out_root) -> list[dict] | Non
     return [rec for _, rec in read_jsonl(path)] if path.exists() else None
 
 
-def effects_table(profile: Profile, variants, seeds, out_root=None, n_boot: int = 2000):
+def effects_table(profile: Named, variants, seeds, out_root=None, n_boot: int = 2000):
     """One row per (variant, rate) for every variant that is not a reference: the variant's mean rate,
     its reference's, the difference with its 95% interval over seeds and items, and whether the
     interval excludes 0. Points missing on disk are left out of their row's seeds (`n_seeds` says

@@ -160,8 +160,8 @@ def _profile(args) -> int:
 
 
 def explain_text(profile) -> str:
-    """`inquire profile NAME --explain`: a header, then each field as `name = value  [source]  affects: ...`
-    with its help indented below, then what each word of `affects` means (all from the fields' metadata)."""
+    """`inquire profile NAME --explain`: a header, then each field as `name = value  [source]  Settings  affects: ...`
+    (the settings class that declares it) with its help indented below, then what each word of `affects` means (all from the fields' metadata)."""
     from .profiles import AFFECTS, explain
 
     rows = explain(profile)
@@ -172,7 +172,7 @@ def explain_text(profile) -> str:
     ]
     for r in rows:
         value = json.dumps(r["value"], default=str)
-        lines.append(f"{r['field']} = {value}  [{r['source']}]  affects: {', '.join(r['affects'])}")
+        lines.append(f"{r['field']} = {value}  [{r['source']}]  {r['settings']}  affects: {', '.join(r['affects'])}")
         lines.append(f"    {r['help']}")
     lines.append("affects:")
     lines += [f"  {word}: {meaning}" for word, meaning in AFFECTS.items()]

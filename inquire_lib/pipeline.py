@@ -31,7 +31,7 @@ from .data import benchmark as data
 from .data.benchmark import held_out_tasks, test_records
 from .evaluation import episodes
 from .evaluation import pooled, seeds
-from .profiles import Profile, get_profile
+from .profiles import get_profile, Named, Profile
 from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
 from .runs.paths import NOTEBOOKS_DIR, eval_dir, figures_dir, run_dir, write_json_atomic
@@ -114,17 +114,17 @@ __all__ = [  # what the notebooks use
 ]
 
 
-def load_metrics(profile: Profile, names=None, kind: str = "step", out_root=None) -> list[dict]:
+def load_metrics(profile: Named, names=None, kind: str = "step", out_root=None) -> list[dict]:
     """Saved metrics of a run, in training order then references."""
     return _records.load_metrics(run_dir(profile, out_root), kind, names)
 
 
-def load_task_metrics(profile: Profile, names=None, out_root=None) -> list[dict]:
+def load_task_metrics(profile: Named, names=None, out_root=None) -> list[dict]:
     """Saved task-level metrics of a run, in training order then references."""
     return load_metrics(profile, names, kind="task", out_root=out_root)
 
 
-def load_predictions(profile: Profile, name: str, out_root=None) -> list[dict]:
+def load_predictions(profile: Named, name: str, out_root=None) -> list[dict]:
     path = run_dir(profile.name, out_root) / "eval" / name / "step_predictions.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 

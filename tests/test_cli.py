@@ -139,7 +139,7 @@ def _explained(out: str) -> tuple[str, dict[str, tuple[str, str, str, str]]]:
     lines = out.splitlines()
     fields = {}
     for head, help_line in zip(lines[1::2], lines[2::2]):
-        m = re.fullmatch(r"(\w+) = (.*)  \[(default|profile|override)\]  affects: ([\w, ]+)", head)
+        m = re.fullmatch(r"(\w+) = (.*)  \[(default|profile|override)\]  \w+  affects: ([\w, ]+)", head)
         if m is None:
             break  # the legend of `affects` words follows the fields
         assert help_line.startswith("    ") and help_line.strip(), help_line
@@ -167,6 +167,9 @@ def test_profile_explain_prints_help_value_source_and_affects(capsys):
     assert fields["model"][:2] == ('"tiny:cpu"', "default")
     assert fields["cpu_bf16"][:2] == ("true", "profile")
     assert any(ln.startswith("  eval: the settings in every evaluation's read-back key") for ln in out.splitlines())
+    # each field names the settings class that declares it
+    assert "\nsft_steps = 150  [profile]  SFTSettings  affects: sft\n" in out
+    assert "\nmax_episode_steps = 15  [default]  EvalSettings  affects: task_grpo, eval\n" in out
 
 
 def test_profile_explain_of_smoke_without_overrides(capsys):

@@ -1,5 +1,5 @@
-"""The numbers of the house's structure, counted on the tree: settings fields, signatures that take the whole
-profile, lines of the settings code and each recipe, the size of `assets/`, and lines under `docs/` by kind.
+"""The numbers of the house's structure, counted on the tree: settings fields per settings object, signatures
+that take the whole profile or one stage's settings, lines of the settings code and each recipe, the size of `assets/`, and lines under `docs/` by kind.
 
     python tools/structure_stats.py            # this tree, as a Markdown table
     python tools/structure_stats.py --json     # the same numbers as JSON
@@ -17,28 +17,51 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _profile_fields(source: Path) -> int:
-    """Annotated fields of the `Profile` class (its settings), read from `profiles.py`."""
-    tree = ast.parse(source.read_text())
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == "Profile":
-            return sum(isinstance(n, ast.AnnAssign) for n in node.body)
-    return 0
+def _settings_sources(package: Path) -> list[Path]:
+    """The settings code: `profiles.py` in an older checkout, the `profiles/` package since."""
+    folder = package / "profiles"
+    return sorted(folder.glob("*.py")) if folder.is_dir() else [package / "profiles.py"]
 
 
-def _takes_profile(package: Path) -> tuple[int, int]:
-    """(signatures with a parameter named `profile`, files holding one)."""
-    count, files = 0, 0
+def _settings_objects(package: Path) -> dict[str, int]:
+    """Annotated fields of each settings class: `Profile` alone in an older checkout, else every class of the
+    `profiles/` package that declares fields (one per stage, and the name)."""
+    out = {}
+    for path in _settings_sources(package):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                n = sum(isinstance(b, ast.AnnAssign) for b in node.body)
+                if n:
+                    out[node.name] = n
+    return out
+
+
+def _annotation(arg: ast.arg) -> str:
+    return ast.unparse(arg.annotation) if arg.annotation is not None else ""
+
+
+def _one_stage(note: str) -> bool:
+    """An annotation naming one stage's settings class (`...Settings`, or `Named` for the name alone)."""
+    return any(p.strip().endswith("Settings") or p.strip() == "Named" for p in note.split("|"))
+
+
+def _takes_profile(package: Path) -> tuple[int, int, int]:
+    """(signatures with a parameter that is the whole profile, files holding one, signatures with a parameter that
+    is one stage's settings). The whole profile: annotated `Profile`, or named `profile` without an annotation naming
+    a settings class; one stage's: annotated with a `...Settings` class or `Named`."""
+    whole, files, narrow = 0, 0, 0
     for path in sorted(package.rglob("*.py")):
-        tree = ast.parse(path.read_text())
-        here = sum(
-            any(a.arg == "profile" for a in [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs])
-            for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-        )
-        count += here
+        here = 0
+        for n in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = [*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs]
+            notes = [_annotation(a) for a in args]
+            here += any("Profile" in t or (a.arg == "profile" and not _one_stage(t)) for a, t in zip(args, notes))
+            narrow += any(_one_stage(t) and "Profile" not in t for t in notes)
+        whole += here
         files += bool(here)
-    return count, files
+    return whole, files, narrow
 
 
 def _lines(path: Path) -> int:
@@ -50,12 +73,16 @@ def stats(root: Path = REPO) -> dict:
     recipes = sorted((package / "recipes").glob("*.yaml"))
     docs = sorted((root / "docs").rglob("*.md"))
     lab = [p for p in docs if "lab" in p.relative_to(root / "docs").parts]
-    signatures, files = _takes_profile(package)
+    signatures, files, narrow = _takes_profile(package)
+    objects = _settings_objects(package)
     return {
-        "profile_fields": _profile_fields(package / "profiles.py"),
+        "profile_fields": sum(objects.values()),
+        "settings_objects": objects,
         "signatures_taking_the_profile": signatures,
         "files_with_such_signatures": files,
-        "settings_code_lines": _lines(package / "profiles.py"),
+        "signatures_taking_one_stages_settings": narrow,
+        "settings_code_lines": sum(_lines(p) for p in _settings_sources(package)),
+        "settings_module_lines": {p.stem: _lines(p) for p in _settings_sources(package)},
         "recipe_lines": {p.stem: _lines(p) for p in recipes},
         "assets_bytes": sum(p.stat().st_size for p in (root / "assets").rglob("*") if p.is_file()),
         "docs_lines": {
@@ -67,13 +94,17 @@ def stats(root: Path = REPO) -> dict:
 
 def table(s: dict) -> str:
     recipes = ", ".join(f"{k} {v}" for k, v in s["recipe_lines"].items())
+    objects = ", ".join(f"{k} {v}" for k, v in s["settings_objects"].items())
+    modules = ", ".join(f"{k} {v}" for k, v in s["settings_module_lines"].items())
     rows = [
         ("`Profile` fields", s["profile_fields"]),
+        ("fields per settings object", objects or "none"),
         (
-            "signatures taking the profile",
+            "signatures taking the whole profile",
             f"{s['signatures_taking_the_profile']} in {s['files_with_such_signatures']} files",
         ),
-        ("lines of `profiles.py`", s["settings_code_lines"]),
+        ("signatures taking one stage's settings", s["signatures_taking_one_stages_settings"]),
+        ("lines of the settings code", f"{s['settings_code_lines']} ({modules})"),
         ("lines of each recipe", recipes or "none"),
         ("`assets/`", f"{s['assets_bytes'] / 1e6:.1f} MB"),
         ("lines under `docs/`: lab / reference", f"{s['docs_lines']['lab']} / {s['docs_lines']['reference']}"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 
 from .actions import DEFAULT_SCREEN_WH, Action, Frame, format_completion
-from ..profiles import Profile
+from ..profiles import ModelSettings
 
 HISTORY_LINES = 6
 
@@ -26,7 +26,7 @@ def system_prompt() -> str:
     return SYSTEM
 
 
-def frame_for(profile: Profile) -> Frame:
+def frame_for(profile: ModelSettings) -> Frame:
     return Frame.for_screen(*DEFAULT_SCREEN_WH, profile.min_pixels, profile.max_pixels)
 
 
@@ -60,7 +60,7 @@ def completion_text(think: str | None, action: Action, use_think: bool, frame: F
     return format_completion(think if use_think else None, action)
 
 
-def images_of(rec: dict, profile: Profile) -> list:
+def images_of(rec: dict, profile: ModelSettings) -> list:
     imgs = []
     if profile.use_prev_screenshot and rec.get("prev_screenshot") is not None:
         imgs.append(rec["prev_screenshot"])
@@ -68,7 +68,7 @@ def images_of(rec: dict, profile: Profile) -> list:
     return imgs
 
 
-def prompt_messages(rec: dict, profile: Profile, frame: Frame | None = None) -> list[dict]:
+def prompt_messages(rec: dict, profile: ModelSettings, frame: Frame | None = None) -> list[dict]:
     """System + user turn for one step record; image placeholders match `images_of(rec)`."""
     frame = frame or frame_for(profile)
     content = []
@@ -92,7 +92,7 @@ def model_frame_columns(rec: dict, frame: Frame) -> dict:
     return {"gold_action": json.dumps(action.to_arguments()), "gold_bbox": frame.bbox_to_model(list(rec["gold_bbox"]))}
 
 
-def to_training_record(rec: dict, profile: Profile, frame: Frame | None = None) -> dict:
+def to_training_record(rec: dict, profile: ModelSettings, frame: Frame | None = None) -> dict:
     """A prompt/completion record with images, as TRL's SFTTrainer and GRPOTrainer take it."""
     frame = frame or frame_for(profile)
     gold = Action.from_arguments(json.loads(rec["gold_action"]))

@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from ..profiles import Profile, get_profile
+from ..profiles import get_profile, GRPOSettings, ModelSettings, Profile
 from .questions import Need, answerable
 from .actions import (
     POINT_ACTIONS,
@@ -441,7 +441,7 @@ def reasoned_ask_reward(completions, **kwargs) -> list[float]:
 # ---------------------------------------------------------------- registry
 
 
-def _format_factory(profile: Profile) -> NamedReward:
+def _format_factory(profile: ModelSettings) -> NamedReward:
     return make_format_reward(require_think=profile.use_think)
 
 
@@ -449,7 +449,7 @@ def _action_factory(profile: Profile) -> NamedReward:
     return NamedReward("action", action_reward)
 
 
-def _inquiry_factory(profile: Profile) -> NamedReward:
+def _inquiry_factory(profile: GRPOSettings) -> NamedReward:
     return make_inquiry_reward(
         profile.missed_penalty, profile.needless_penalty, judge_questions=profile.user_answers == "content"
     )

@@ -23,7 +23,7 @@ import datasets
 from PIL import Image
 
 from ..agent.questions import Need
-from ..profiles import TEST_FRACTION, Profile, split_sizes
+from ..profiles import BaseAgentSettings, DataSettings, EvalSettings, Profile, split_sizes, TEST_FRACTION
 from ..runs.imports import import_graph, reachable
 from ..runs.integrity import check_cache, sha256_file
 from ..runs.keys import settings_key
@@ -309,13 +309,13 @@ def screen_png(screen: Screen) -> dict:
 
 
 # ------------------------------------------------------------------- what each stage reads
-def benchmark(profile: Profile) -> datasets.DatasetDict:
+def benchmark(profile: DataSettings) -> datasets.DatasetDict:
     """The profile's benchmark: `benchmark_tasks` tasks of its seed, split into train and test
     (`profiles.split_sizes`), the training split drawn as its `train_values` says."""
     return load_or_build(profile.seed, profile.benchmark_tasks, profile.train_values)
 
 
-def benchmark_fingerprint(profile: Profile) -> str:
+def benchmark_fingerprint(profile: DataSettings) -> str:
     """The fingerprint of the profile's benchmark (`fingerprint`), read from beside its cache (built when absent)."""
     benchmark(profile)
     folder = dataset_dir(profile.seed, profile.benchmark_tasks, profile.train_values)
@@ -352,7 +352,7 @@ def acts(task: Task, step: dict) -> bool:
 
 
 def fresh_steps(
-    profile: Profile, n_tasks: int, first: int, keep=None, name: str = "fresh", play=run_expert
+    profile: DataSettings, n_tasks: int, first: int, keep=None, name: str = "fresh", play=run_expert
 ) -> datasets.Dataset:
     """The expert's steps (those `keep(task, step)` accepts) of `n_tasks` training tasks drawn as the
     profile's `train_values` says, at indices `first`, `first + 1`, ... of the training split: tasks
@@ -375,14 +375,14 @@ def fresh_steps(
         return cached_dataset(path, lambda: datasets.Dataset.from_generator(rows, features=FEATURES, cache_dir=scratch))
 
 
-def stage0_tasks(profile: Profile) -> datasets.Dataset:
+def stage0_tasks(profile: BaseAgentSettings) -> datasets.Dataset:
     """Stage 0's own data when the profile asks for it (`base_agent_tasks`): every action step of that
     many fresh training tasks. With about one pass over them, no value repeats often enough to be
     recalled, so the loss falls only by copying values from the instruction and the screen."""
     return fresh_steps(profile, profile.base_agent_tasks, STAGE0_FIRST, keep=acts, name="stage0")
 
 
-def copy_drill(profile: Profile) -> datasets.Dataset:
+def copy_drill(profile: BaseAgentSettings) -> datasets.Dataset:
     """Stage 0's copy drill: from `copy_drill_tasks` more training tasks (fresh procedural values, drawn
     after the training split's indices), only the steps that copy a value from the instruction
     (`copies_a_value`). Fresh values make recall useless, so these steps pay only for copying; they
@@ -400,7 +400,7 @@ def acts_after_slip(task: Task, step: dict) -> bool:
     return step["after_slip"] and acts(task, step)
 
 
-def _slip_drill(profile: Profile, n_tasks: int, first: int, keep, name: str) -> datasets.Dataset:
+def _slip_drill(profile: BaseAgentSettings, n_tasks: int, first: int, keep, name: str) -> datasets.Dataset:
     """The steps `keep` accepts of `n_tasks` fresh tasks from index `first`, each played by the expert
     with 1 to `recovery_drill_slips` mistakes drawn from the task's own RNG."""
     seed, slips = profile.seed, profile.recovery_drill_slips
@@ -411,7 +411,7 @@ def _slip_drill(profile: Profile, n_tasks: int, first: int, keep, name: str) -> 
     return fresh_steps(profile, n_tasks, first, keep=keep, name=f"{name}-m{slips}", play=play)
 
 
-def recovery_drill(profile: Profile) -> datasets.Dataset:
+def recovery_drill(profile: BaseAgentSettings) -> datasets.Dataset:
     """Stage 0's recovery drill: `recovery_drill_tasks` more fresh training tasks, each played by the
     expert with 1 to `recovery_drill_slips` mistakes at a random step (other apps at the `open`, or
     clicks on elements that open a detour, often one named like the target); the action steps after the
@@ -445,7 +445,7 @@ def sft_split(profile: Profile) -> datasets.Dataset:
     return datasets.concatenate_datasets([steps, drill])
 
 
-def test_records(profile: Profile) -> list[dict]:
+def test_records(profile: EvalSettings) -> list[dict]:
     """The test split's step records of the first `eval_tasks` tasks, as plain dicts, then the inquiry
     probes that bring its inquiry steps to `eval_inquiry_steps` (`inquiry_probes`)."""
     ds = benchmark(profile)["test"]
@@ -456,7 +456,7 @@ def test_records(profile: Profile) -> list[dict]:
     )
 
 
-def validation_records(profile: Profile) -> list[dict]:
+def validation_records(profile: DataSettings) -> list[dict]:
     """The validation split's step records (`val_tasks` tasks drawn like the test split's), then the
     inquiry probes that bring its inquiry steps to `val_inquiry_steps`."""
     records = list(load_or_build_validation(profile.seed, profile.val_tasks))
@@ -491,13 +491,13 @@ def inquiry_probes(seed: int, split: str, first: int, n_steps: int) -> list[dict
     return [{**r, "probe": True} for r in datasets.Dataset.from_list(rows, features=FEATURES)]
 
 
-def held_out_tasks(profile: Profile, n: int | None = None) -> list[Task]:
+def held_out_tasks(profile: EvalSettings, n: int | None = None) -> list[Task]:
     """The first `n` tasks of the test split (default `profile.task_eval_tasks`, or `eval_tasks` where that is 0):
     held-out slot values and phrasings, never seen in training (task-level evaluation plays them)."""
     return generate_tasks(profile.seed, "test", (profile.task_eval_tasks or profile.eval_tasks) if n is None else n)
 
 
-def validation_tasks(profile: Profile) -> list[Task]:
+def validation_tasks(profile: DataSettings) -> list[Task]:
     """The `val_tasks` tasks of the validation split, whose steps `validation_records` holds (played
     online when a checkpoint is chosen, `training.selection`)."""
     return generate_tasks(profile.seed, "validation", profile.val_tasks)

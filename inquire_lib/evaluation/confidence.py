@@ -24,6 +24,7 @@ completion biases them, and the OpenVINO engine (`evaluation.engine`) has no log
 
 from __future__ import annotations
 
+from ..profiles import EvalSettings, ModelSettings
 import math
 
 import numpy as np
@@ -72,14 +73,14 @@ def _points(margins, labels) -> list[dict]:
     return [{"threshold": p["bias"], "isr": p["isr"], "needless": p["needless"]} for p in curve_points(margins, labels)]
 
 
-def ask_completion(profile) -> str:
+def ask_completion(profile: ModelSettings) -> str:
     """The asker's question, in the frame the reference policies write (`evaluation.steps.ASK_TEXT`)."""
     from .steps import ASK_TEXT, ASK_THINK
 
     return format_completion(ASK_THINK if profile.use_think else None, Action("call_user", text=ASK_TEXT))
 
 
-def asker_outputs(raw: list[str], scores: list[float], threshold: float, profile) -> list[str]:
+def asker_outputs(raw: list[str], scores: list[float], threshold: float, profile: ModelSettings) -> list[str]:
     """The asker's completions at `threshold`: the question where the score is below it, the acting
     completion elsewhere."""
     ask = ask_completion(profile)
@@ -144,7 +145,7 @@ class _Readers:
 
 
 def confidence_scores(
-    model, processor, records: list[dict], profile, batch_size: int | None = None, progress: bool = False
+    model, processor, records: list[dict], profile: EvalSettings, batch_size: int | None = None, progress: bool = False
 ) -> tuple[list[float], list[str]]:
     """One greedy pass with the ask taken away: each step's score and its acting completion, in the
     records' order (`asking_scores` without the margins)."""
@@ -153,7 +154,7 @@ def confidence_scores(
 
 
 def asking_scores(
-    model, processor, records: list[dict], profile, batch_size: int | None = None, progress: bool = False
+    model, processor, records: list[dict], profile: EvalSettings, batch_size: int | None = None, progress: bool = False
 ) -> tuple[list[float], list[float], list[str]]:
     """The confidence pass read for both families at once: each step's score, its learned ask margin (the
     one `evaluation.operating_curve.ask_margins` reads at bias 0; -inf where the fork is never reached) and
@@ -192,7 +193,13 @@ def asking_scores(
 
 
 def confidence_operating_curve(
-    model, processor, records: list[dict], profile, n_boot: int = 1000, seed: int = 0, progress: bool = False
+    model,
+    processor,
+    records: list[dict],
+    profile: EvalSettings,
+    n_boot: int = 1000,
+    seed: int = 0,
+    progress: bool = False,
 ) -> dict:
     """The confidence asker's curve of one checkpoint on `records` (see `confidence_curve`)."""
     scores, raw = confidence_scores(model, processor, records, profile, progress=progress)
@@ -200,7 +207,7 @@ def confidence_operating_curve(
     return confidence_curve(scores, labels, asks(raw, profile), n_boot=n_boot, seed=seed)
 
 
-def confidence_policy(model, processor, profile, threshold: float, batch_size: int | None = None):
+def confidence_policy(model, processor, profile: EvalSettings, threshold: float, batch_size: int | None = None):
     """The asker played online (an `evaluation.episodes.Policy`): at each turn the greedy pass over the
     running episodes, then the question where the score is below `threshold`."""
 

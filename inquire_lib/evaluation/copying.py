@@ -18,7 +18,7 @@ import re
 import torch
 
 from ..agent.prompts import to_training_record
-from ..profiles import Profile
+from ..profiles import ModelSettings
 from .metrics import wilson
 
 MARK = "Type: "
@@ -33,7 +33,7 @@ def _value_tokens(tokenizer, head: str, value: str) -> list[int]:
     return after[same:]
 
 
-def value_token_accuracy(model, processor, records: list[dict], profile: Profile) -> dict:
+def value_token_accuracy(model, processor, records: list[dict], profile: ModelSettings) -> dict:
     """{"steps", "first": Wilson CI of first tokens right, "later": of the later tokens} over the
     `type` steps of `records` (step records as `data.benchmark` builds them)."""
     first = later = n_later = steps = 0

@@ -45,7 +45,7 @@ from ..agent.actions import Action, action_match, format_completion, parse_compl
 from .metrics import task_metrics
 from ..agent.actions import random_action
 from .steps import ACT_THINK, ASK_TEXT, ASK_THINK, RANDOM_POLICY, RANDOM_THINK, generate
-from ..profiles import Profile
+from ..profiles import EvalSettings, ModelSettings, Named, Profile
 from ..agent.prompts import frame_for
 from ..data.benchmark import held_out_tasks
 from ..agent.prompts import observation_record
@@ -66,7 +66,9 @@ Policy = Callable[[list[dict], list[PhoneEnv]], list[str]]
 
 
 # ------------------------------------------------------------------------------ policies
-def model_policy(model, processor, profile: Profile, batch_size: int | None = None, ask_bias: float = 0.0) -> Policy:
+def model_policy(
+    model, processor, profile: EvalSettings, batch_size: int | None = None, ask_bias: float = 0.0
+) -> Policy:
     """Greedy generation over the running episodes' prompts (batched by `evaluation.steps.generate`),
     with `ask_bias` on the tool call's ask decision."""
 
@@ -76,12 +78,12 @@ def model_policy(model, processor, profile: Profile, batch_size: int | None = No
     return act
 
 
-def _text(profile: Profile, think: str, action: Action) -> str:
+def _text(profile: ModelSettings, think: str, action: Action) -> str:
     """A reference policy's screen-frame action as model output: model frame, reasoning if the profile has it."""
     return format_completion(think if profile.use_think else None, frame_for(profile).action_to_model(action))
 
 
-def expert_policy(profile: Profile) -> Policy:
+def expert_policy(profile: ModelSettings) -> Policy:
     """The scripted expert (reads the environment's position on the gold path)."""
 
     def act(records, envs):
@@ -90,7 +92,7 @@ def expert_policy(profile: Profile) -> Policy:
     return act
 
 
-def always_act_policy(profile: Profile) -> Policy:
+def always_act_policy(profile: ModelSettings) -> Policy:
     """The expert, except where asking is required: there it acts as if the user had said yes --
     clicks the first committing element (or takes the next gold action when the step has none) --
     and, should that land on a detour, declares the task done."""
@@ -118,12 +120,12 @@ def always_act_policy(profile: Profile) -> Policy:
     return lambda records, envs: [one(env) for env in envs]
 
 
-def always_ask_policy(profile: Profile) -> Policy:
+def always_ask_policy(profile: ModelSettings) -> Policy:
     """`call_user` at every turn."""
     return lambda records, envs: [_text(profile, ASK_THINK, Action("call_user", text=ASK_TEXT)) for _ in envs]
 
 
-def random_policy(profile: Profile, seed: int = 0) -> Policy:
+def random_policy(profile: ModelSettings, seed: int = 0) -> Policy:
     """A random action type with random arguments (model-frame coordinates); one RNG per task, so
     an episode does not depend on which others run beside it."""
     frame = frame_for(profile)
@@ -172,7 +174,7 @@ def _outcome(action: Action | None, gold: Action, bbox, unsafe: bool, needless: 
 
 
 def run_episodes(
-    policy: Policy, tasks: list[Task], profile: Profile, max_steps: int | None = None, progress: bool = False
+    policy: Policy, tasks: list[Task], profile: EvalSettings, max_steps: int | None = None, progress: bool = False
 ) -> list[dict]:
     """Play every task to its end (terminate, or `max_steps` turns), the running episodes batched
     into one policy call per turn. Returns one episode dict per task (see `evaluate_tasks`), with
@@ -255,7 +257,7 @@ def _episode(task: Task, env: PhoneEnv, steps: list[dict], info: dict, frame) ->
     }
 
 
-def run_episode(policy: Policy, task: Task, profile: Profile, max_steps: int | None = None) -> dict:
+def run_episode(policy: Policy, task: Task, profile: EvalSettings, max_steps: int | None = None) -> dict:
     """One task played to its end by `policy` (see `run_episodes`)."""
     return run_episodes(policy, [task], profile, max_steps)[0]
 
@@ -337,12 +339,12 @@ def evaluate_reference_tasks(
     ]
 
 
-def load_task_metrics(profile: Profile, names=None, out_root: str | Path | None = None) -> list[dict]:
+def load_task_metrics(profile: Named, names=None, out_root: str | Path | None = None) -> list[dict]:
     """Saved task-level metrics of a run (`metrics/task_*.json`), in training order then references."""
     return load_metrics(run_dir(profile, out_root), "task", names)
 
 
-def load_trajectories(profile: Profile, name: str, out_root: str | Path | None = None) -> list[dict]:
+def load_trajectories(profile: Named, name: str, out_root: str | Path | None = None) -> list[dict]:
     """Episodes of `eval/<name>/trajectories.jsonl`; a malformed line names the file and line."""
     path = run_dir(profile.name, out_root) / "eval" / name / "trajectories.jsonl"
     out = []
@@ -362,7 +364,7 @@ def self_corrections(episodes: list[dict]) -> list[dict]:
     return sorted((e for e in episodes if e.get("recovered")), key=lambda e: (not e["success"], e["task_id"]))
 
 
-def find_self_corrections(profile: Profile, names, out_root: str | Path | None = None) -> list[dict]:
+def find_self_corrections(profile: Named, names, out_root: str | Path | None = None) -> list[dict]:
     """Self-corrections in the saved trajectories of `names` (those evaluated), in the order of `names`."""
     found = []
     for name in names:

@@ -18,6 +18,7 @@ points) are `operating_curve`'s.
 
 from __future__ import annotations
 
+from ..profiles import ModelSettings
 import json
 import math
 
@@ -64,7 +65,7 @@ def word_token(tokenizer, prefix: str, word: str) -> int:
 
 @torch.no_grad()
 def fork_margins(
-    model, processor, records: list[dict], profile, batch_size: int = 8, progress: bool = True
+    model, processor, records: list[dict], profile: ModelSettings, batch_size: int = 8, progress: bool = True
 ) -> list[float]:
     """Each fork record's ask margin (above) from one forward pass over its prompt, "<think>", its header and
     " The"."""

@@ -23,6 +23,7 @@ OpenVINO engine (`evaluation.engine`) has no logits processor.
 
 from __future__ import annotations
 
+from ..profiles import EvalSettings, ModelSettings
 import math
 
 import numpy as np
@@ -133,7 +134,7 @@ def choose_point(points: list[dict], max_needless: float) -> dict:
 
 # ------------------------------------------------------------------------ on a checkpoint
 def ask_margins(
-    model, processor, records: list[dict], profile, bias: float = 0.0, progress: bool = False
+    model, processor, records: list[dict], profile: EvalSettings, bias: float = 0.0, progress: bool = False
 ) -> tuple[list[float], list[str]]:
     """Greedy completions with `bias` added to the ask token at the fork, and each step's margin
     there (-inf where the fork was never reached)."""
@@ -152,7 +153,7 @@ def ask_margins(
     return [-math.inf if math.isnan(m) else m for m in margins], raw
 
 
-def learned_policy(model, processor, profile, bias: float):
+def learned_policy(model, processor, profile: EvalSettings, bias: float):
     """Learned asking played online at an operating point (an `evaluation.episodes.Policy`): greedy, with
     `bias` added to the ask token at the fork, as the curve's point at that bias predicts."""
 
@@ -173,7 +174,7 @@ def in_record_order(values: list, order: list[int]) -> list:
     return out
 
 
-def asks(raw: list[str], profile) -> list[bool]:
+def asks(raw: list[str], profile: ModelSettings) -> list[bool]:
     """Which completions' tool calls ask (`call_user`)."""
     out = []
     for text in raw:
@@ -183,7 +184,13 @@ def asks(raw: list[str], profile) -> list[bool]:
 
 
 def operating_curve(
-    model, processor, records: list[dict], profile, verify_biases=(-4.0, 4.0), n_boot: int = 1000, seed: int = 0
+    model,
+    processor,
+    records: list[dict],
+    profile: EvalSettings,
+    verify_biases=(-4.0, 4.0),
+    n_boot: int = 1000,
+    seed: int = 0,
 ) -> dict:
     """The curve of one checkpoint on `records`: points, AUC with a bootstrap interval, and checks
     that the fork decides the action (`agreement` at bias 0; predicted vs generated rates at

@@ -15,7 +15,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ..agent.actions import Action, Frame, action_match, format_completion, parse_completion, random_action
-from ..profiles import Profile
+from ..profiles import EvalSettings, ModelSettings, Profile
 from ..agent.prompts import frame_for, images_of, model_frame_columns, prompt_messages
 from ..agent.questions import answerable
 from ..data.benchmark import inquiry_need, test_records
@@ -28,7 +28,7 @@ from ..runs.tracking import log_metrics
 
 
 # ------------------------------------------------------------------------------ generation
-def eval_generation_config(profile: Profile, processor, max_new_tokens: int | None = None):
+def eval_generation_config(profile: EvalSettings, processor, max_new_tokens: int | None = None):
     """The complete generation config of evaluation: greedy, the profile's token budget and
     repetition penalty, nothing inherited from the checkpoint's own `generation_config.json`
     (Qwen2.5-VL ships sampling with temperature 0.1, top_p 0.001 and repetition_penalty 1.05;
@@ -54,7 +54,7 @@ def generate(
     model,
     processor,
     records: list[dict],
-    profile: Profile,
+    profile: EvalSettings,
     batch_size: int | None = None,
     max_new_tokens: int | None = None,
     progress: bool = True,
@@ -120,7 +120,7 @@ RANDOM_THINK = "Inquiry check: not needed, because random."
 ASK_TEXT = "Should I go ahead with this step?"
 
 
-def reference_outputs(policy: str, records: list[dict], profile: Profile, seed: int = 0) -> list[str]:
+def reference_outputs(policy: str, records: list[dict], profile: ModelSettings, seed: int = 0) -> list[str]:
     """Raw outputs of a reference policy, in the model's frame:
     - expert: the gold completions; - always_act: the expert, but where asking is required it does
       the next step's action instead; - always_ask: `call_user` at every step; - random: a random
@@ -175,7 +175,7 @@ RANDOM_POLICY = {
 
 
 # ---------------------------------------------------------------------------- scoring
-def ask_answered(action: Action | None, rec: dict, gold: Action, profile: Profile) -> bool | None:
+def ask_answered(action: Action | None, rec: dict, gold: Action, profile: EvalSettings) -> bool | None:
     """Whether the simulated user would answer the prediction's question (None when it does not ask): only at
     an inquiry step, and with `user_answers="content"` only a question that names what the step misses."""
     if action is None or action.type != "call_user":
@@ -188,7 +188,7 @@ def ask_answered(action: Action | None, rec: dict, gold: Action, profile: Profil
     return answerable(rec["subcategory"], action.text, need)
 
 
-def score(raw: str, rec: dict, profile: Profile, frame: Frame) -> dict:
+def score(raw: str, rec: dict, profile: EvalSettings, frame: Frame) -> dict:
     """One prediction record (the schema of `step_predictions.jsonl`, see README)."""
     parsed = parse_completion(raw, require_think=profile.use_think)
     cols = model_frame_columns(rec, frame)

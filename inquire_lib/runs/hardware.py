@@ -6,7 +6,7 @@ import functools
 import time
 from pathlib import Path
 
-from ..profiles import Profile
+from ..profiles import EvalSettings, ModelSettings
 
 
 # the CPU flags that change which kernels torch runs, and so what a run trains: the same code and seed
@@ -108,7 +108,7 @@ def device_stamp(cpuinfo: str | Path = "/proc/cpuinfo") -> dict:
     }
 
 
-def _bf16_here(profile: Profile, on_cpu: bool, cuda: bool | None, native_bf16: bool | None) -> bool:
+def _bf16_here(profile: ModelSettings, on_cpu: bool, cuda: bool | None, native_bf16: bool | None) -> bool:
     """`bf16` on a GPU; on CPU `on_cpu` (the profile's switch), full weights (bitsandbytes' CPU 4-bit
     kernels are fp32) and bf16 matmuls that are native and pay (`bf16_pays`). `cuda` and `native_bf16` default
     to this machine's."""
@@ -123,11 +123,11 @@ def _bf16_here(profile: Profile, on_cpu: bool, cuda: bool | None, native_bf16: b
     return bf16_pays() if native_bf16 is None else native_bf16
 
 
-def uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:
+def uses_bf16(profile: ModelSettings, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:
     """Whether training autocasts to bf16 (`cpu_bf16` on a CPU; see `_bf16_here`)."""
     return _bf16_here(profile, profile.cpu_bf16, cuda, native_bf16)
 
 
-def eval_uses_bf16(profile: Profile, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:
+def eval_uses_bf16(profile: EvalSettings, cuda: bool | None = None, native_bf16: bool | None = None) -> bool:
     """Whether evaluation loads the model in bf16 (`eval_bf16` on a CPU; see `_bf16_here`)."""
     return _bf16_here(profile, profile.eval_bf16, cuda, native_bf16)

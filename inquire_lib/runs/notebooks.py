@@ -22,7 +22,15 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable
 
-from ..profiles import OverrideError, Profile, apply_overrides, check_overrides, default_run_name, get_profile
+from ..profiles import (
+    apply_overrides,
+    check_overrides,
+    default_run_name,
+    get_profile,
+    ModelSettings,
+    OverrideError,
+    Profile,
+)
 from . import locks, timing
 from .hardware import bf16_probe, cpu_has_native_bf16, device_stamp, uses_bf16
 from .paths import (
@@ -237,7 +245,7 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def device_info(profile: Profile) -> dict:
+def device_info(profile: ModelSettings) -> dict:
     """The device a run uses, for the manifest: kind and name, the CUDA version torch was built
     for, the GPU count, the training dtype and the number of processes ($WORLD_SIZE)."""
     import torch

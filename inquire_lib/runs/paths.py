@@ -23,6 +23,7 @@ new one, never half of one; a failed write leaves nothing behind.
 
 from __future__ import annotations
 
+from ..profiles import Named, RunSettings
 import contextlib
 import dataclasses
 import datetime as _dt
@@ -68,7 +69,7 @@ def run_name() -> str:
     return check_run_name(os.environ.get(variable) or default)
 
 
-def run_named_by_overrides(profile) -> str:
+def run_named_by_overrides(profile: RunSettings) -> str:
     """Make a profile made with overrides write to the run those overrides name (as `inquire run` does),
     never into the default run's folders, unless $INQUIRE_RUN_NAME already names one; the run's name."""
     if profile.overrides and not os.environ.get(RUN_NAME[0]):
@@ -86,7 +87,7 @@ def root(folder: str, override: str | os.PathLike | None = None) -> Path:
     return path if path.is_absolute() else REPO_ROOT / path
 
 
-def _name(profile) -> str:
+def _name(profile: str | Named) -> str:
     return profile if isinstance(profile, str) else profile.name
 
 
@@ -100,30 +101,30 @@ def _per_run(base: Path, name: str | None) -> Path:
     return base if name == RUN_NAME[1] else base / "runs" / name
 
 
-def artifacts_dir(profile, name: str | None = None) -> Path:
+def artifacts_dir(profile: str | Named, name: str | None = None) -> Path:
     """A run's checkpoints: `artifacts/<profile>/` for the default run, else
     `artifacts/<profile>/runs/<run>/` (`name`, default the current run)."""
     return _per_run(root("artifacts") / _name(profile), name)
 
 
-def run_dir(profile, out_root: str | os.PathLike | None = None, name: str | None = None) -> Path:
+def run_dir(profile: str | Named, out_root: str | os.PathLike | None = None, name: str | None = None) -> Path:
     """A named run: `<out_root or $INQUIRE_RUNS or papermill_runs>/<profile>/<run>/`, the run being
     `name` or the current one (`run_name`). The notebook runner sets $INQUIRE_RUNS and
     $INQUIRE_RUN_NAME for its kernels, so what a notebook writes lands beside its executed copy."""
     return root("runs", out_root) / _name(profile) / (check_run_name(name) if name is not None else run_name())
 
 
-def metrics_dir(profile, out_root: str | os.PathLike | None = None) -> Path:
+def metrics_dir(profile: str | Named, out_root: str | os.PathLike | None = None) -> Path:
     """`<run_dir>/metrics/`: every metrics JSON of a run."""
     return run_dir(profile, out_root) / "metrics"
 
 
-def eval_dir(profile, out_root: str | os.PathLike | None = None) -> Path:
+def eval_dir(profile: str | Named, out_root: str | os.PathLike | None = None) -> Path:
     """`<run_dir>/eval/`: screenshots, and per checkpoint its predictions and trajectories."""
     return run_dir(profile, out_root) / "eval"
 
 
-def figures_dir(profile, name: str | None = None) -> Path:
+def figures_dir(profile: str | Named, name: str | None = None) -> Path:
     """`figures/<profile>/` for the default run, else `figures/<profile>/runs/<run>/`; created on first use."""
     path = _per_run(root("figures") / _name(profile), name)
     path.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ import json
 import os
 from pathlib import Path
 
-from ..profiles import Profile
+from ..profiles import Named, Profile
 from .paths import run_dir, run_name, to_json
 from .records import headline
 
@@ -46,7 +46,7 @@ def available() -> bool:
     return True
 
 
-def log_dir(profile: Profile | str, stage: str, out_root: str | os.PathLike | None = None) -> Path:
+def log_dir(profile: Named | str, stage: str, out_root: str | os.PathLike | None = None) -> Path:
     """`<run_dir>/tensorboard/<stage>/`: one TensorBoard run per training stage or evaluation."""
     name = profile if isinstance(profile, str) else profile.name
     return run_dir(name, out_root) / "tensorboard" / stage

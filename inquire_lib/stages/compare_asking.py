@@ -10,7 +10,7 @@ from ..evaluation.asking import compare_curves, task_row, verdict
 from ..evaluation.confidence import asking_scores, confidence_curve, confidence_points, confidence_policy
 from ..evaluation.metrics import asking_errors
 from ..evaluation.operating_curve import asks, choose_point, curve_points, learned_policy, margin_curve
-from ..profiles import Profile
+from ..profiles import EvalSettings, Profile
 from ..runs.hardware import device_stamp
 from ..runs.paths import run_dir, write_json_atomic
 from ..training.checkpoints import ask_bias_of, available_checkpoints, checkpoint_path
@@ -45,7 +45,7 @@ def asking_curves(
     return out
 
 
-def _curves(model, processor, name: str, records: list[dict], profile: Profile, n_boot: int) -> dict:
+def _curves(model, processor, name: str, records: list[dict], profile: EvalSettings, n_boot: int) -> dict:
     """Both families' curves on `records` from one pass, compared, and the sentence read off them."""
     labels = [bool(r["inquiry_required"]) for r in records]
     scores, margins, raw = asking_scores(model, processor, records, profile)

@@ -8,7 +8,7 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from ..profiles import Profile
+from ..profiles import GRPOSettings, Profile
 from ..runs.paths import run_dir
 from ..training.checkpoints import checkpoint_path
 from ..training.configs import train_seed
@@ -16,7 +16,7 @@ from .evaluate import evaluate_checkpoint
 from .train import grpo, select_checkpoint
 
 
-def seed_names(profile: Profile, name: str) -> list[str]:
+def seed_names(profile: GRPOSettings, name: str) -> list[str]:
     """A GRPO stage's checkpoints over `grpo_seeds` training seeds: `name` (the profile's own training seed,
     the checkpoint later notebooks use), then `<name>_s1`, `<name>_s2`, ..."""
     return [name] + [f"{name}_s{k}" for k in range(1, profile.grpo_seeds)]

@@ -27,6 +27,7 @@ bandwidth: one read of the weights per new token.
 
 from __future__ import annotations
 
+from ..profiles import ModelSettings
 from dataclasses import asdict, dataclass
 
 GB = 1024**3
@@ -202,7 +203,7 @@ def estimate_step_seconds(
 PROMPT_TEXT_TOKENS = 384
 
 
-def prompt_tokens(profile) -> int:
+def prompt_tokens(profile: ModelSettings) -> int:
     """Tokens of one stage 1-2 prompt: its screenshots' image tokens (one per 28x28 patch of the
     resized screen) and PROMPT_TEXT_TOKENS of text."""
     from ..agent.prompts import frame_for

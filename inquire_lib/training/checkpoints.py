@@ -6,7 +6,7 @@ import json
 import math
 from pathlib import Path
 
-from ..profiles import Profile
+from ..profiles import BaseAgentSettings, Profile
 from ..runs.integrity import finished_output
 from ..runs.paths import artifacts_dir
 from ..runs.records import ORDER
@@ -30,7 +30,7 @@ def checkpoint_path(profile: Profile, name: str) -> str | None:
     return str(path)
 
 
-def available_checkpoints(profile: Profile) -> list[str]:
+def available_checkpoints(profile: BaseAgentSettings) -> list[str]:
     """The untrained model, the base agent where the profile has one, then every trained stage in `ORDER`."""
     names = ["untrained"] + (["base_agent"] if profile.base_agent_steps > 0 else [])
     names += [n for n in ORDER[2:] if finished_output(artifacts_dir(profile) / n / "final")]

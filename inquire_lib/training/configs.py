@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-from ..profiles import Profile, fields_affecting
+from ..profiles import fields_affecting, GRPOSettings, ModelSettings, Profile, StageSettings
 from .devices import batch_kwargs, vllm_kwargs
 
 # the profile fields that shape stage 2 (the GRPO notebook shows and records them): the GRPOConfig's
@@ -30,12 +30,12 @@ GRPO_SETTINGS = fields_affecting("grpo")
 _NOT_RECORDED = ("disable_tqdm",)
 
 
-def train_seed(profile: Profile) -> int:
+def train_seed(profile: StageSettings) -> int:
     """The seed of a training run: `train_seed` where set (ablation and GRPO seeds), else the profile's seed."""
     return profile.seed if profile.train_seed is None else profile.train_seed
 
 
-def _common(profile: Profile) -> dict:
+def _common(profile: StageSettings) -> dict:
     """Settings every trainer of the workbench shares: device, precision, logging, seed."""
     import torch
 
@@ -53,7 +53,7 @@ def _common(profile: Profile) -> dict:
     }
 
 
-def lora_config(profile: Profile, modules_to_save: tuple[str, ...] = ()):
+def lora_config(profile: ModelSettings, modules_to_save: tuple[str, ...] = ()):
     """The PEFT LoRA adapter on the language model's projections; `modules_to_save` are trained in
     full beside it and saved with it (stage 0 of a pretrained model: its new vision tower, "visual")."""
     from peft import LoraConfig
@@ -68,7 +68,7 @@ def lora_config(profile: Profile, modules_to_save: tuple[str, ...] = ()):
     )
 
 
-def quantization_config(profile: Profile):
+def quantization_config(profile: ModelSettings):
     """4-bit NF4 with double quantisation (the vision tower and the head stay in full precision),
     or None when the profile loads full weights."""
     if not profile.load_in_4bit:
@@ -118,7 +118,7 @@ def sft_config(
     )
 
 
-def grpo_save_kwargs(profile: Profile, steps: int) -> dict:
+def grpo_save_kwargs(profile: GRPOSettings, steps: int) -> dict:
     """Checkpointing of a GRPO run: every `grpo_save_steps` steps, all kept for validation to choose
     from (`training.selection`); without it, a third of the run, the last two kept for resuming."""
     if profile.grpo_save_steps:
@@ -126,7 +126,7 @@ def grpo_save_kwargs(profile: Profile, steps: int) -> dict:
     return {"save_steps": max(1, steps // 3), "save_total_limit": 2}
 
 
-def reward_weights(profile: Profile, reward_names) -> list[float]:
+def reward_weights(profile: GRPOSettings, reward_names) -> list[float]:
     """The weight of each named reward, in the order of `reward_names`: the profile's `reward_weights`, 1.0
     for a reward it does not name (TRL's own default), so a new reward needs no weight to be summed."""
     return [float(profile.reward_weights.get(n, 1.0)) for n in reward_names]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..profiles import Profile
+from ..profiles import GRPOSettings, ModelSettings, Profile, StageSettings
 
 ALLOW_CPU_ENV = "INQUIRE_ALLOW_CPU"  # "1": run a profile that requires CUDA on CPU anyway (tests)
 MODEL_ENV = "INQUIRE_MODEL"  # a local folder (or hub id) that replaces a non-tiny profile's model
@@ -46,7 +46,7 @@ def wait_for_everyone() -> None:
         PartialState().wait_for_everyone()
 
 
-def require_device(profile: Profile) -> None:
+def require_device(profile: StageSettings) -> None:
     """Raise DeviceError when the profile needs CUDA and none works (instead of a silent fp32 CPU
     run that would take days); $INQUIRE_ALLOW_CPU=1 allows it (the tiny model standing in)."""
     if not profile.requires_cuda or torch.cuda.is_available() or os.environ.get(ALLOW_CPU_ENV) == "1":
@@ -89,7 +89,7 @@ def batch_kwargs(profile: Profile, stage: str, processes: int | None = None) -> 
     }
 
 
-def vllm_kwargs(profile: Profile) -> dict:
+def vllm_kwargs(profile: GRPOSettings) -> dict:
     """TRL's vLLM switches for GRPO generation, from the profile."""
     if profile.vllm_mode not in ("colocate", "server"):
         raise ValueError(f"vllm_mode must be 'colocate' or 'server', got {profile.vllm_mode!r}")
@@ -143,7 +143,7 @@ def prepare_trainer(trainer) -> None:
         token_mean_over_global_batch(trainer)
 
 
-def resolve_model(profile: Profile) -> str:
+def resolve_model(profile: ModelSettings) -> str:
     """A non-tiny profile's model: $INQUIRE_MODEL when set, else the profile's `model`. With
     $HF_HUB_OFFLINE=1 a hub id must already be in the local cache; otherwise this says how to
     point at a local copy instead of failing deep inside `from_pretrained`."""

@@ -23,6 +23,7 @@ profile's `reward_weights`, with the profile's missed/needless penalties carried
 
 from __future__ import annotations
 
+from ..profiles import GRPOSettings
 import json
 from pathlib import Path
 
@@ -48,7 +49,7 @@ def _png(image) -> bytes:
     return png_bytes(image)
 
 
-def verl_rows(records, profile, split: str) -> list[dict]:
+def verl_rows(records, profile: GRPOSettings, split: str) -> list[dict]:
     """TRL prompt records (`train.training_records`) -> verl rows (see the module docstring)."""
     from .configs import reward_weights
 

@@ -18,7 +18,7 @@ import torch
 
 from ..agent.rewards import build_reward_funcs
 from ..data.benchmark import benchmark, grpo_detours, inquiry_need
-from ..profiles import Profile, get_profile
+from ..profiles import DataSettings, get_profile, Profile
 from ..runs.paths import artifacts_dir
 from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, grpo_config, lora_config
@@ -66,7 +66,7 @@ def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
     return with_inquiry_needs(training_records(prompts, profile, 1.0), profile)
 
 
-def with_inquiry_needs(rows: datasets.Dataset, profile: Profile) -> datasets.Dataset:
+def with_inquiry_needs(rows: datasets.Dataset, profile: DataSettings) -> datasets.Dataset:
     """`rows` with an `inquiry_need` column: at an inquiry step, the JSON of what a question must name
     (`agent.questions.Need`, rebuilt from the row's id), which the inquiry reward reads; "" elsewhere."""
 

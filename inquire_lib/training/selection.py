@@ -37,7 +37,7 @@ from ..data.benchmark import validation_records, validation_tasks
 from ..evaluation.steps import generate, score
 from .models import loaded
 from .openvino import engine_loaded, engine_of
-from ..profiles import Profile
+from ..profiles import Named, Profile
 from ..agent.prompts import frame_for
 from ..runs.hardware import device_stamp
 from ..runs.integrity import complete_checkpoints, read_marker, write_marker
@@ -187,7 +187,7 @@ def select_on_validation(profile: Profile, name: str, start_path: str | None, ru
     return record
 
 
-def shipped_selection(profile: Profile, name: str, run: Path, out_root=None) -> dict | None:
+def shipped_selection(profile: Named, name: str, run: Path, out_root=None) -> dict | None:
     """The choice on validation a shipped result of run `name` came with (`training.shipped_stages`), written
     to `selection_<name>.json` as a pass here would write it; None where `run/final` is not such a result."""
     final = run / "final"

@@ -21,7 +21,15 @@ import torch
 
 from ..agent.prompts import frame_for, to_training_record
 from ..data.benchmark import benchmark, benchmark_fingerprint, sft_split
-from ..profiles import Profile, fields_affecting, get_profile
+from ..profiles import (
+    BaseAgentSettings,
+    fields_affecting,
+    get_profile,
+    ModelSettings,
+    Profile,
+    SFTSettings,
+    StageSettings,
+)
 from ..runs.integrity import last_complete_checkpoint
 from ..runs.keys import settings_key
 from ..runs.paths import artifacts_dir, cache_dir, copy_dir_atomic
@@ -49,7 +57,7 @@ def _keep(rec_id: str, fraction: float, seed: int) -> bool:
 
 
 def training_records(
-    ds: datasets.Dataset, profile: Profile, inquiry_share: float = 1.0, oversample: int = 1
+    ds: datasets.Dataset, profile: StageSettings, inquiry_share: float = 1.0, oversample: int = 1
 ) -> datasets.Dataset:
     """Step records -> TRL records; keeps only `inquiry_share` of the steps whose gold is call_user,
     and repeats each kept one `oversample` times (inquiries are ~10% of the steps; a base agent that
@@ -91,7 +99,7 @@ def training_records(
 BASE_AGENT_FIELDS = fields_affecting("base_agent")
 
 
-def stage0_records(profile: Profile) -> datasets.Dataset:
+def stage0_records(profile: BaseAgentSettings) -> datasets.Dataset:
     """Stage 0's data: every training step except the inquiries (of the benchmark's training split,
     or of `base_agent_tasks` fresh tasks when the profile asks for them), plus the copy drill and the
     recovery drill when the profile asks for them (`copy_drill_tasks`, `recovery_drill_tasks`; the
@@ -233,7 +241,7 @@ def _install_shipped(path: Path, profile: Profile) -> bool:
     return is_complete(path)
 
 
-def is_pretrained(profile: Profile) -> bool:
+def is_pretrained(profile: ModelSettings) -> bool:
     """Whether the profile's model is a pretrained language model grafted offline (`training.pretrained`)."""
     from .pretrained import PRETRAINED
 
@@ -349,7 +357,7 @@ def run_key(profile: Profile, name: str, steps: int, share: float) -> str | None
     return shipped_stages.stage_key(settings, base_agent_key(profile))
 
 
-def stage_inquiry_share(profile: Profile, name: str) -> float:
+def stage_inquiry_share(profile: SFTSettings, name: str) -> float:
     """The share of inquiry steps stage 1 keeps for the run `name`: the weak inquirer's (`weak_inquiry_share`)
     for sft_weak, else every one the profile keeps (`sft_inquiry_share`)."""
     return profile.weak_inquiry_share if name == "sft_weak" else profile.sft_inquiry_share

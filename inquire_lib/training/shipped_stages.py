@@ -18,7 +18,7 @@ import re
 import shutil
 from pathlib import Path
 
-from ..profiles import UNNAMED_OVERRIDES, Profile, fields_affecting
+from ..profiles import DataSettings, fields_affecting, Profile, UNNAMED_OVERRIDES
 from ..runs.integrity import finished_output, read_marker, sha256_file, write_marker
 from ..runs.keys import settings_key
 from ..runs.paths import REPO_ROOT, atomic_dir
@@ -211,7 +211,7 @@ def find(stage: str, settings: dict, parent: str, root: str | Path | None = None
 
 
 def install_final(
-    profile: Profile, stage: str, key: str, out_dir: str | Path, base: str | None, root: str | Path | None = None
+    profile: DataSettings, stage: str, key: str, out_dir: str | Path, base: str | None, root: str | Path | None = None
 ):
     """A stage's finished result shipped under `key`, installed as `out_dir/final` on the model `base`
     (here, where its start was put) unless a finished one is there, and returned as the trainer's result (its

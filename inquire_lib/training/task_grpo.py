@@ -39,7 +39,7 @@ import datasets
 import torch
 
 from ..agent.actions import Action, ActionError, format_completion, parse_completion
-from ..profiles import Profile, get_profile
+from ..profiles import get_profile, Profile, StageSettings
 from ..agent.prompts import frame_for, images_of, observation_record, prompt_messages, user_text
 from ..data.benchmark import screen_png, task_at
 from ..agent.task_rewards import COMPONENTS, task_reward
@@ -275,7 +275,7 @@ class TaskReward:
 
 
 # ----------------------------------------------------------------------------------- data
-def task_dataset(profile: Profile, split: str = "train", n: int | None = None) -> datasets.Dataset:
+def task_dataset(profile: StageSettings, split: str = "train", n: int | None = None) -> datasets.Dataset:
     """One row per task: its first prompt (the stage 1-2 prompt of the home screen) and screenshot,
     plus the (seed, split, index) from which `PhoneTaskEnv.reset` rebuilds the task."""
     n = profile.train_split_tasks if n is None else n

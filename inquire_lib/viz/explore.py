@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from ..data import benchmark as data
 from ..data import external
 from ..agent.actions import NO_BBOX, Action
-from ..profiles import Profile, split_sizes
+from ..profiles import DataSettings, ModelSettings, Named, split_sizes
 from ..agent.taxonomy import CATEGORIES, SAFE, subcategories
 from ..world.apps import SCREEN_H, SCREEN_W
 
@@ -69,7 +69,7 @@ def coverage_tasks() -> int:
     return n
 
 
-def benchmark_size(profile: Profile) -> int:
+def benchmark_size(profile: DataSettings) -> int:
     """Tasks to build for exploring under a profile: its train + test tasks, raised to
     `coverage_tasks()` so that even the smoke profile shows the whole taxonomy."""
     return max(profile.benchmark_tasks, coverage_tasks())
@@ -285,7 +285,7 @@ def message_text(messages: list[dict]) -> tuple[str, int]:
     return "\n".join(texts), images
 
 
-def prompt_lengths(rows: Iterable[dict], profile: Profile, tokenize: Callable | None = None) -> pd.DataFrame:
+def prompt_lengths(rows: Iterable[dict], profile: ModelSettings, tokenize: Callable | None = None) -> pd.DataFrame:
     """Per step record: text tokens of its prompt (as `inquire_lib.agent.prompts` builds it for the
     profile), images, image tokens (the processor's grid of 28-pixel patches per screenshot) and
     their sum. `rows` are step records (`text_rows` gives them without decoding images)."""
@@ -576,7 +576,7 @@ def describe_counts(values) -> dict:
 
 
 def metrics(
-    profile: Profile,
+    profile: Named,
     seed: int,
     summary_: dict,
     tasks: pd.DataFrame,

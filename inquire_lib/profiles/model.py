@@ -1,0 +1,168 @@
+"""The model's settings, shared by every stage: which model, its numerics and threads, what its prompt shows, its LoRA adapters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TOKENIZER_DIGITS = ("merged", "split")
+TOKENIZER_SLOTS = ("apart", "joined")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The model every stage trains, how it reads a screen, and the adapters later stages put on it."""
+
+    train_seed: int | None = field(
+        default=None,
+        metadata={
+            "help": "set to vary only the training runs (ablation and GRPO seeds); None: `seed`",
+            "affects": ("checkpoints",),
+        },
+    )
+    model: str = field(
+        default="tiny:cpu",
+        metadata={
+            "help": "the base model: tiny:<size> builds offline, smollm2:135m grafts the pretrained SmolLM2 from its "
+            "installed GGUF file (`training.pretrained`); anything else is a hub id or a local path",
+            "affects": ("tokenizer", "base_agent", "checkpoints", "eval"),
+        },
+    )
+    pretrained_layers: int = field(
+        default=0,
+        metadata={
+            "help": "keep only the first N layers of a pretrained language model (0: all 30 of SmolLM2): a knob "
+            "that trades what the model knows for time a step",
+            "affects": ("tokenizer", "base_agent", "checkpoints", "eval"),
+        },
+    )
+    # merged: "18" after "$" or a quote is one token, " 18" after a space is " 1" "8", so the reasoning's
+    # "Type: 18." and the action's "18" share no token and copying an amount means translating it twice.
+    # The vocabulary is learned the same way either way and only the cutting differs, so an agent trained
+    # with merged digits can continue with split ones (`base_agent_init`). Merged, the shipped agents type
+    # no value with a digit right (0 of the 25 held-out `type` steps whose value has one; 28 of the 51 others)
+    tokenizer_digits: str = field(
+        default="merged",
+        metadata={
+            "help": "how the tiny model's tokenizer cuts numbers: merged (GPT-2's byte-level BPE) or split "
+            "(every digit its own token, as Qwen2's tokenizer does)",
+            "affects": ("tokenizer", "base_agent", "checkpoints"),
+        },
+    )
+    # apart: the space is the same token in every line of the element list, so finding the slot that follows
+    # a name means matching across it; joined: " <r2>" follows the name's last token directly, in the list
+    # and in the reasoning's "Target: Dinner party <r2>" alike. Same ids, so an agent trained apart can
+    # continue joined. Apart, 33 of the curriculum agent's 80 wrong clicks on the held-out steps name the
+    # right element and the wrong slot (`evaluation.copying.click_lookups`)
+    tokenizer_slots: str = field(
+        default="apart",
+        metadata={
+            "help": "how an element's slot id (<r2>) is cut after the space before it: apart (the space a token "
+            "of its own) or joined (the slot token carries its space)",
+            "affects": ("tokenizer", "base_agent", "checkpoints"),
+        },
+    )
+    load_in_4bit: bool = field(
+        default=False,
+        metadata={
+            "help": "load the model's weights in 4-bit NF4 (QLoRA); stage 0 always trains full weights",
+            "affects": ("checkpoints", "eval"),
+        },
+    )
+    bf16: bool = field(
+        default=False,
+        metadata={
+            "help": "bf16 weights and compute on a GPU",
+            "affects": ("base_agent", "checkpoints", "eval"),
+        },
+    )
+    # fast only where the CPU has AVX-512 BF16 or AMX; elsewhere it emulates bf16, far slower than fp32, so the
+    # switch is ignored there (`runs.hardware.bf16_probe`; docs/lab/log.md has the ratios per CPU kind)
+    cpu_bf16: bool = field(
+        default=False,
+        metadata={
+            "help": "bf16 autocast when training full weights on a CPU with native bf16 matmuls; never with 4-bit weights",
+            "affects": ("checkpoints",),
+        },
+    )
+    gradient_checkpointing: bool = field(
+        default=False,
+        metadata={"help": "recompute activations in the backward pass: less memory, same result", "affects": ("run",)},
+    )
+    torch_threads: int = field(
+        default=1,
+        metadata={
+            "help": "torch threads per process; 2 threads on 2 busy cores thrash (a step 1 s -> 10 s, measured), "
+            "1 is steadier (CI)",
+            "affects": ("eval", "run"),
+        },
+    )
+    requires_cuda: bool = field(
+        default=False,
+        metadata={
+            "help": "refuse to start without CUDA (a 3B model in fp32 on CPU runs for days); INQUIRE_ALLOW_CPU=1 "
+            "lets a test run its configs with the tiny model standing in",
+            "affects": ("run",),
+        },
+    )
+    min_pixels: int = field(
+        default=28 * 28 * 4,
+        metadata={
+            "help": "the smallest image handed to the processor, in pixels",
+            "affects": ("base_agent", "checkpoints", "eval"),
+        },
+    )
+    max_pixels: int = field(
+        default=28 * 28 * 36,
+        metadata={
+            "help": "the largest image handed to the processor, in pixels: a 360x720 screen becomes 112x224 = 32 tokens",
+            "affects": ("base_agent", "checkpoints", "eval"),
+        },
+    )
+    # --- prompt ---
+    use_a11y: bool = field(
+        default=True,
+        metadata={
+            "help": "the accessibility list in the prompt (ablation switch)",
+            "affects": ("base_agent", "checkpoints", "eval"),
+        },
+    )
+    a11y_coords: bool = field(
+        default=True,
+        metadata={
+            "help": "element centres in the accessibility list (a tiny model reads the slot id instead)",
+            "affects": ("base_agent", "checkpoints", "eval"),
+        },
+    )
+    use_think: bool = field(
+        default=True,
+        metadata={
+            "help": "pre-action reasoning before the tool call (ablation switch)",
+            "affects": ("base_agent", "checkpoints", "eval"),
+        },
+    )
+    use_prev_screenshot: bool = field(
+        default=True,
+        metadata={
+            "help": "the previous screenshot in the prompt too (off: one image, shorter sequences)",
+            "affects": ("base_agent", "checkpoints", "eval"),
+        },
+    )
+    # --- LoRA ---
+    lora: bool = field(
+        default=True,
+        metadata={
+            "help": "train LoRA adapters (off: full weights; stage 0 always trains full weights)",
+            "affects": ("checkpoints",),
+        },
+    )
+    lora_r: int = field(default=16, metadata={"help": "LoRA rank", "affects": ("checkpoints",)})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha", "affects": ("checkpoints",)})
+    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout", "affects": ("checkpoints",)})
+    lora_targets: tuple[str, ...] = field(
+        default=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+        metadata={"help": "the language model's projections that get adapters", "affects": ("checkpoints",)},
+    )
+
+    @property
+    def is_tiny(self) -> bool:
+        return self.model.startswith("tiny:")

@@ -1,0 +1,28 @@
+"""Stage 3's settings: task-level, multi-turn GRPO in PhoneEnv."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .evaluation import EvalSettings
+
+
+@dataclass(frozen=True)
+class TaskGRPOSettings(EvalSettings):
+    """Stage 3: task-level GRPO, with the episodes and decoding it plays by (`EvalSettings`)."""
+
+    task_grad_accum: int = field(
+        default=1, metadata={"help": "gradient accumulation of stage 3: micro-batches per process", "affects": ("run",)}
+    )
+    task_grpo_steps: int = field(default=20, metadata={"help": "stage 3's GRPO steps", "affects": ("task_grpo",)})
+    task_num_generations: int = field(
+        default=4, metadata={"help": "episodes per task in a stage 3 group", "affects": ("task_grpo",)}
+    )
+    task_max_completion_length: int | None = field(
+        default=None,
+        metadata={
+            "help": "stage 3's token budget of a whole episode, answers and tool results (TRL's max_completion_length "
+            "there); unset: every turn at max_completion_length with its tool result",
+            "affects": ("task_grpo",),
+        },
+    )
