@@ -31,7 +31,7 @@ from .data import benchmark as data
 from .data.benchmark import held_out_tasks, test_records
 from .evaluation import episodes
 from .evaluation import pooled, seeds
-from .profiles import get_profile, Named, Profile
+from .profiles import Named, Profile, get_profile
 from .runs import records as _records
 from .runs.notebooks import run_manifest, sweep
 from .runs.paths import NOTEBOOKS_DIR, eval_dir, figures_dir, run_dir, write_json_atomic

@@ -64,3 +64,11 @@ def test_a_read_a_wider_hand_on_and_an_escape_are_each_caught(tmp_path):
     assert lib.narrowest(whole) == "SFTSettings"  # reads sft_lr and hands it to a ModelSettings parameter
     wide = next(p for p in lib.params if p.function == "wide")
     assert lib.narrowest(wide) is None  # neither read nor handed on: nothing says which class
+
+
+def test_no_module_name_twice_in_the_library():
+    """A name names one place: no module or package of `inquire_lib` shares its name with another, in any layer."""
+    root = Path(__file__).resolve().parents[1] / "inquire_lib"
+    names = [p.stem for p in root.rglob("*.py") if p.name != "__init__.py" and "__pycache__" not in p.parts]
+    names += [p.name for p in root.rglob("*") if p.is_dir() and p.name != "__pycache__" and "samples" not in p.parts]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

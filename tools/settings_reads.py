@@ -233,7 +233,8 @@ def _import(text: str, cls: str, path: Path) -> str:
         if line.startswith(f"from {src} import ") and "(" not in line:
             names = [n.strip() for n in line.split(" import ", 1)[1].split(",")]
             if cls not in names:
-                lines[i] = f"from {src} import {', '.join(sorted([*names, cls], key=str.lower))}\n"
+                order = sorted([*names, cls], key=lambda n: (not n.isupper(), n[0].islower(), n))  # as isort orders
+                lines[i] = f"from {src} import {', '.join(order)}\n"
             return "".join(lines)
     at = next(i for i, line in enumerate(lines) if line.startswith("from __future__"))
     lines.insert(at + 2, f"from {src} import {cls}\n")

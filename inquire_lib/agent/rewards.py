@@ -28,7 +28,7 @@ import re
 from collections import Counter
 from functools import lru_cache
 
-from ..profiles import get_profile, GRPOSettings, ModelSettings, Profile
+from ..profiles import GRPOSettings, ModelSettings, Profile, get_profile
 from .questions import Need, answerable
 from .actions import (
     POINT_ACTIONS,

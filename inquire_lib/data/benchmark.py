@@ -23,7 +23,7 @@ import datasets
 from PIL import Image
 
 from ..agent.questions import Need
-from ..profiles import BaseAgentSettings, DataSettings, EvalSettings, Profile, split_sizes, TEST_FRACTION
+from ..profiles import TEST_FRACTION, BaseAgentSettings, DataSettings, EvalSettings, Profile, split_sizes
 from ..runs.imports import import_graph, reachable
 from ..runs.integrity import check_cache, sha256_file
 from ..runs.keys import settings_key

@@ -8,11 +8,7 @@ fields, checked by `apply_overrides`); `inquire run --set grpo_lr=1e-4` reaches 
 `parse_overrides` (`overrides`). So `smoke` (CI), `cpu`, `small` and `gpu` run the very same code.
 """
 
-from .base_agent import BaseAgentSettings
-from .data import TEST_FRACTION, TRAIN_VALUES, DataSettings, split_sizes
-from .evaluation import USER_ANSWERS, EvalSettings
-from .grpo import GRPOSettings
-from .model import TOKENIZER_DIGITS, TOKENIZER_SLOTS, ModelSettings
+from .loading import RECIPE_KEYS, RECIPES_DIR, RecipeError, load_recipe, load_recipes, read_recipe, recipe_settings
 from .overrides import (
     CHOICES,
     UNNAMED_OVERRIDES,
@@ -39,11 +35,22 @@ from .profile import (
     settings_of,
     unclassified_fields,
 )
-from .recipes import RECIPE_KEYS, RECIPES_DIR, RecipeError, load_recipe, load_recipes, read_recipe, recipe_settings
 from .run import Named, RunSettings
-from .sft import SFTSettings
-from .stage import StageSettings
-from .task_grpo import TaskGRPOSettings
+from .scoring import USER_ANSWERS, EvalSettings
+from .shared import (
+    TEST_FRACTION,
+    TOKENIZER_DIGITS,
+    TOKENIZER_SLOTS,
+    TRAIN_VALUES,
+    DataSettings,
+    ModelSettings,
+    StageSettings,
+    split_sizes,
+)
+from .stage0 import BaseAgentSettings
+from .stage1 import SFTSettings
+from .stage2 import GRPOSettings
+from .stage3 import TaskGRPOSettings
 
 load_recipes()
 # the fragments callers name: stage 2's findings and the two curricula of stage 0

@@ -10,11 +10,9 @@ import json
 import re
 from typing import Any, Iterable
 
-from .data import TRAIN_VALUES
-from .evaluation import USER_ANSWERS
-from .model import TOKENIZER_DIGITS, TOKENIZER_SLOTS
 from .profile import PROFILES, Profile, get_profile
-
+from .scoring import USER_ANSWERS
+from .shared import TOKENIZER_DIGITS, TOKENIZER_SLOTS, TRAIN_VALUES
 
 # ------------------------------------------------------------------------------------ overrides
 # Fields an override may not touch: the name picks the profile, and `overrides` records the others.

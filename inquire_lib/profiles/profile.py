@@ -12,15 +12,13 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .base_agent import BaseAgentSettings
-from .data import DataSettings
-from .evaluation import EvalSettings
-from .grpo import GRPOSettings
-from .model import ModelSettings
 from .run import Named, RunSettings
-from .sft import SFTSettings
-from .stage import StageSettings
-from .task_grpo import TaskGRPOSettings
+from .scoring import EvalSettings
+from .shared import DataSettings, ModelSettings, StageSettings
+from .stage0 import BaseAgentSettings
+from .stage1 import SFTSettings
+from .stage2 import GRPOSettings
+from .stage3 import TaskGRPOSettings
 
 # What a field's value reaches, named in each field's metadata ("affects"). The cache keys and records
 # that name fields are built from these (`fields_affecting`), so a new field is classified once, here.

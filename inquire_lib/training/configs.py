@@ -19,7 +19,7 @@ import json
 import os
 from pathlib import Path
 
-from ..profiles import fields_affecting, GRPOSettings, ModelSettings, Profile, StageSettings
+from ..profiles import GRPOSettings, ModelSettings, Profile, StageSettings, fields_affecting
 from .devices import batch_kwargs, vllm_kwargs
 
 # the profile fields that shape stage 2 (the GRPO notebook shows and records them): the GRPOConfig's

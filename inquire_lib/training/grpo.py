@@ -18,7 +18,7 @@ import torch
 
 from ..agent.rewards import build_reward_funcs
 from ..data.benchmark import benchmark, grpo_detours, inquiry_need
-from ..profiles import DataSettings, get_profile, Profile
+from ..profiles import DataSettings, Profile, get_profile
 from ..runs.paths import artifacts_dir
 from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, grpo_config, lora_config

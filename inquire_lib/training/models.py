@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..profiles import EvalSettings, ModelSettings, Profile, TOKENIZER_DIGITS, TOKENIZER_SLOTS
+from ..profiles import TOKENIZER_DIGITS, TOKENIZER_SLOTS, EvalSettings, ModelSettings, Profile
 from ..runs.paths import atomic_dir, cache_dir
 from .configs import quantization_config
 

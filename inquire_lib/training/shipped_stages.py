@@ -18,7 +18,7 @@ import re
 import shutil
 from pathlib import Path
 
-from ..profiles import DataSettings, fields_affecting, Profile, UNNAMED_OVERRIDES
+from ..profiles import UNNAMED_OVERRIDES, DataSettings, Profile, fields_affecting
 from ..runs.integrity import finished_output, read_marker, sha256_file, write_marker
 from ..runs.keys import settings_key
 from ..runs.paths import REPO_ROOT, atomic_dir

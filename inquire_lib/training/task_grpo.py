@@ -39,7 +39,7 @@ import datasets
 import torch
 
 from ..agent.actions import Action, ActionError, format_completion, parse_completion
-from ..profiles import get_profile, Profile, StageSettings
+from ..profiles import Profile, StageSettings, get_profile
 from ..agent.prompts import frame_for, images_of, observation_record, prompt_messages, user_text
 from ..data.benchmark import screen_png, task_at
 from ..agent.task_rewards import COMPONENTS, task_reward

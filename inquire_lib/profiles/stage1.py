@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .stage import StageSettings
+from .shared import StageSettings
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .evaluation import EvalSettings
+from .scoring import EvalSettings
 
 
 @dataclass(frozen=True)

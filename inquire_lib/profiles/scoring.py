@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .stage import StageSettings
+from .shared import StageSettings
 
 # how the simulated user answers `call_user` (`world.env`): from what the question asks, or any question
 USER_ANSWERS = ("content", "any")
