@@ -160,7 +160,12 @@ def test_profile_explain_prints_help_value_source_and_affects(capsys):
         "3 overridden (--set)"
     )  # the two --set fields and `overrides`, which records them
     assert len(fields) == len(rows) >= 100 and n["profile"] >= 30
-    assert fields["grpo_lr"] == ("0.0001", "override", "grpo, task_grpo", "the learning rate of stages 2 and 3")
+    assert fields["grpo_lr"] == (
+        "0.0001",
+        "override",
+        "grpo, task_grpo",
+        "the learning rate of stages 2 and 3 (TRL: learning_rate)",
+    )
     assert fields["sft_tasks"][:3] == ("7", "override", "data, sft, dagger")
     assert fields["sft_steps"][:2] == ("150", "profile")
     assert fields["seed"][:3] == ("0", "default", "data, tokenizer, base_agent, checkpoints, eval")

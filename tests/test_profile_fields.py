@@ -157,6 +157,7 @@ def test_explain_says_where_each_value_came_from():
     assert rows["reward_weights"]["source"] == "profile"  # the cpu profile carries GRPO_FINDINGS' weights
     assert rows["name"]["source"] == "profile"
     assert rows["seed"]["affects"] == ("data", "tokenizer", "base_agent", "checkpoints", "eval")
-    assert rows["sft_steps"]["help"] == "stage 1's SFT steps"
+    assert rows["sft_steps"]["help"] == "stage 1's SFT steps (TRL: max_steps)"  # a TRL field says which
+    assert rows["sft_steps"]["settings"] == "SFTSettings" and rows["seed"]["settings"] == "DataSettings"
     smoke = {r["field"]: r for r in explain(PROFILES["smoke"])}
     assert smoke["reward_weights"]["source"] == "default"

@@ -144,7 +144,8 @@ def settings_of(field_name: str) -> type:
 def explain(profile: Profile) -> list[dict]:
     """Every field of `profile`: name, value, where the value came from ("override" when `--set` or
     OVERRIDES gave it, "profile" when the profile differs from the class default, else "default"),
-    the settings class that declares it, its one-line help and what it affects."""
+    the settings class that declares it, its one-line help (with the TRL config field it fills, where it is TRL's)
+    and what it affects."""
     overridden = {k for k, _ in profile.overrides} | ({"overrides"} if profile.overrides else set())
     rows = []
     for f in dataclasses.fields(Profile):
@@ -162,7 +163,9 @@ def explain(profile: Profile) -> list[dict]:
                 "value": value,
                 "source": source,
                 "settings": settings_of(f.name).__name__,
-                "help": f.metadata.get("help", "") + (f" ({DERIVED[f.name](profile)})" if f.name in DERIVED else ""),
+                "help": f.metadata.get("help", "")
+                + (f" ({DERIVED[f.name](profile)})" if f.name in DERIVED else "")
+                + (f" (TRL: {', '.join(sorted(set(f.metadata['trl'].values())))})" if "trl" in f.metadata else ""),
                 "affects": tuple(f.metadata.get("affects", ())),
             }
         )

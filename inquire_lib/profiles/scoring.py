@@ -101,6 +101,7 @@ class EvalSettings(StageSettings):
     max_episode_steps: int = field(
         default=15,
         metadata={
+            "trl": {"task_grpo_config": "max_tool_calling_iterations"},
             "help": "the step limit of an episode played online (evaluation, stage 3, roll-outs)",
             "affects": ("task_grpo", "eval"),
         },

@@ -11,7 +11,9 @@ from .shared import StageSettings
 class SFTSettings(StageSettings):
     """Stage 1 (sft_weak, sft_full) and its DAgger rounds."""
 
-    sft_steps: int = field(default=600, metadata={"help": "stage 1's SFT steps", "affects": ("sft",)})
+    sft_steps: int = field(
+        default=600, metadata={"trl": {"sft_config": "max_steps"}, "help": "stage 1's SFT steps", "affects": ("sft",)}
+    )
     sft_batch: int = field(
         default=16,
         metadata={
@@ -19,9 +21,17 @@ class SFTSettings(StageSettings):
             "affects": ("base_agent", "sft", "dagger"),
         },
     )
-    sft_lr: float = field(default=2e-3, metadata={"help": "stage 1's learning rate", "affects": ("sft",)})
+    sft_lr: float = field(
+        default=2e-3,
+        metadata={"trl": {"sft_config": "learning_rate"}, "help": "stage 1's learning rate", "affects": ("sft",)},
+    )
     sft_warmup_steps: int = field(
-        default=30, metadata={"help": "stage 1's learning-rate warm-up steps", "affects": ("sft",)}
+        default=30,
+        metadata={
+            "trl": {"sft_config": "warmup_steps"},
+            "help": "stage 1's learning-rate warm-up steps",
+            "affects": ("sft",),
+        },
     )
     sft_inquiry_share: float = field(
         default=1.0, metadata={"help": "the share of inquiry steps full SFT keeps (sft_full)", "affects": ("sft",)}
@@ -61,7 +71,11 @@ class SFTSettings(StageSettings):
     )
     sft_save_steps: int = field(
         default=200,
-        metadata={"help": "stage 1 keeps a checkpoint every this many steps (to resume from)", "affects": ("run",)},
+        metadata={
+            "trl": {"sft_config": "save_steps"},
+            "help": "stage 1 keeps a checkpoint every this many steps (to resume from)",
+            "affects": ("run",),
+        },
     )
     # The batch of an optimizer step (sft_batch sequences; GRPO prompts x generations) is the global one,
     # split over processes and then over this many micro-batches, so a forward pass holds

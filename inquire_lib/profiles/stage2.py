@@ -14,7 +14,10 @@ class GRPOSettings(EvalSettings):
     grpo_grad_accum: int = field(
         default=1, metadata={"help": "gradient accumulation of stage 2: micro-batches per process", "affects": ("run",)}
     )
-    grpo_steps: int = field(default=150, metadata={"help": "stage 2's GRPO steps", "affects": ("grpo",)})
+    grpo_steps: int = field(
+        default=150,
+        metadata={"trl": {"grpo_config": "max_steps"}, "help": "stage 2's GRPO steps", "affects": ("grpo",)},
+    )
     grpo_prompts_per_step: int = field(
         default=4,
         metadata={
@@ -53,26 +56,42 @@ class GRPOSettings(EvalSettings):
         },
     )
     num_generations: int = field(
-        default=8, metadata={"help": "completions per GRPO prompt (the group)", "affects": ("grpo",)}
+        default=8,
+        metadata={
+            "trl": {"grpo_config": "num_generations"},
+            "help": "completions per GRPO prompt (the group)",
+            "affects": ("grpo",),
+        },
     )
     grpo_lr: float = field(
-        default=2e-4, metadata={"help": "the learning rate of stages 2 and 3", "affects": ("grpo", "task_grpo")}
+        default=2e-4,
+        metadata={
+            "trl": {"grpo_config": "learning_rate", "task_grpo_config": "learning_rate"},
+            "help": "the learning rate of stages 2 and 3",
+            "affects": ("grpo", "task_grpo"),
+        },
     )
     beta: float = field(
         default=0.0,
         metadata={
+            "trl": {"grpo_config": "beta", "task_grpo_config": "beta"},
             "help": "the KL term's weight in stages 2 and 3 (0: no reference model)",
             "affects": ("grpo", "task_grpo"),
         },
     )
     temperature: float = field(
         default=1.0,
-        metadata={"help": "the sampling temperature of GRPO's completions", "affects": ("grpo", "task_grpo")},
+        metadata={
+            "trl": {"grpo_config": "temperature", "task_grpo_config": "temperature"},
+            "help": "the sampling temperature of GRPO's completions",
+            "affects": ("grpo", "task_grpo"),
+        },
     )
     # the ask-or-act decision is one forking token in the reasoning, the rest is near-deterministic
     top_entropy_quantile: float = field(
         default=1.0,
         metadata={
+            "trl": {"grpo_config": "top_entropy_quantile"},
             "help": "train only on the completion tokens whose entropy is in this top quantile (1.0: all tokens)",
             "affects": ("grpo",),
         },
@@ -80,6 +99,7 @@ class GRPOSettings(EvalSettings):
     grpo_iterations: int = field(
         default=1,
         metadata={
+            "trl": {"grpo_config": "num_iterations"},
             "help": "optimisation passes per generated batch (generation dominates on CPU)",
             "affects": ("grpo",),
         },
@@ -88,6 +108,7 @@ class GRPOSettings(EvalSettings):
     loss_type: str = field(
         default="dapo",
         metadata={
+            "trl": {"grpo_config": "loss_type", "task_grpo_config": "loss_type"},
             "help": "GRPOConfig's loss_type: how the token losses are averaged",
             "affects": ("grpo", "task_grpo"),
         },
@@ -96,6 +117,7 @@ class GRPOSettings(EvalSettings):
     scale_rewards: str = field(
         default="group",
         metadata={
+            "trl": {"grpo_config": "scale_rewards", "task_grpo_config": "scale_rewards"},
             "help": "GRPOConfig's scale_rewards: how advantages are scaled (group, batch, none)",
             "affects": ("grpo", "task_grpo"),
         },
@@ -170,6 +192,7 @@ class GRPOSettings(EvalSettings):
     max_completion_length: int = field(
         default=96,
         metadata={
+            "trl": {"grpo_config": "max_completion_length"},
             "help": "the longest completion GRPO generates, in tokens (stages 2 and 3)",
             "affects": ("grpo", "task_grpo"),
         },

@@ -14,9 +14,17 @@ class TaskGRPOSettings(EvalSettings):
     task_grad_accum: int = field(
         default=1, metadata={"help": "gradient accumulation of stage 3: micro-batches per process", "affects": ("run",)}
     )
-    task_grpo_steps: int = field(default=20, metadata={"help": "stage 3's GRPO steps", "affects": ("task_grpo",)})
+    task_grpo_steps: int = field(
+        default=20,
+        metadata={"trl": {"task_grpo_config": "max_steps"}, "help": "stage 3's GRPO steps", "affects": ("task_grpo",)},
+    )
     task_num_generations: int = field(
-        default=4, metadata={"help": "episodes per task in a stage 3 group", "affects": ("task_grpo",)}
+        default=4,
+        metadata={
+            "trl": {"task_grpo_config": "num_generations"},
+            "help": "episodes per task in a stage 3 group",
+            "affects": ("task_grpo",),
+        },
     )
     task_max_completion_length: int | None = field(
         default=None,

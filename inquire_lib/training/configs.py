@@ -9,12 +9,15 @@ benchmarks' bare-TRL baselines train with are the same objects.
 Batches are global: each builder splits the profile's batch over the processes ($WORLD_SIZE, or
 `processes`) and the stage's gradient accumulation (`devices.batch_kwargs`).
 
-Defaults live in `Profile` only. What is kept beside a checkpoint is the config's own dict
-(`config_record`), so a recorded run says every setting TRL ran with under TRL's own name.
+Defaults live in `Profile` only. A setting that is TRL's own names, in its metadata, the TRL field it
+fills for each builder (`"trl": {"grpo_config": "beta", ...}`); `trl_kwargs` hands those on, so a builder lists
+only what it computes. What is kept beside a checkpoint is the config's own dict (`config_record`), so a recorded
+run says every setting TRL ran with under TRL's own name.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -28,6 +31,16 @@ from .devices import batch_kwargs, vllm_kwargs
 GRPO_SETTINGS = fields_affecting("grpo")
 # config fields that do not change what is trained (progress bars follow the CI variable)
 _NOT_RECORDED = ("disable_tqdm",)
+
+
+def trl_kwargs(profile: Profile, builder: str) -> dict:
+    """The TRL config fields `builder` ("sft_config", "grpo_config", "task_grpo_config") takes straight from the
+    profile: each setting whose metadata names the TRL field it fills for that builder, under TRL's name."""
+    return {
+        f.metadata["trl"][builder]: getattr(profile, f.name)
+        for f in dataclasses.fields(profile)
+        if builder in f.metadata.get("trl", {})
+    }
 
 
 def train_seed(profile: StageSettings) -> int:
@@ -99,16 +112,17 @@ def sft_config(
     from trl import SFTConfig
 
     steps = steps or profile.sft_steps
+    kwargs = trl_kwargs(profile, "sft_config")  # max_steps, learning_rate, warmup_steps, save_steps
+    kwargs.update(max_steps=steps)
+    kwargs.update({} if lr is None else {"learning_rate": lr})
+    kwargs.update({} if warmup is None else {"warmup_steps": warmup})
     return SFTConfig(
         output_dir=str(out_dir),
-        max_steps=steps,
+        **kwargs,
         **batch_kwargs(profile, "sft", processes),
-        learning_rate=profile.sft_lr if lr is None else lr,
         lr_scheduler_type="cosine",
-        warmup_steps=profile.sft_warmup_steps if warmup is None else warmup,
         weight_decay=0.0,
         logging_steps=max(1, steps // 50),
-        save_steps=profile.sft_save_steps,
         # a run that saves part-way keeps every checkpoint: they are the points of its learning curve
         # (`evaluation.fork_curve`); one that saves only at its end keeps the trainer's usual two
         save_total_limit=None if profile.sft_save_steps < steps else 2,
@@ -143,19 +157,12 @@ def grpo_config(
     reward_names = profile.reward_funcs if reward_names is None else reward_names
     return GRPOConfig(
         output_dir=str(out_dir),
-        max_steps=steps,
-        learning_rate=profile.grpo_lr,
+        # learning_rate, num_generations, max_completion_length, temperature, beta, top_entropy_quantile,
+        # num_iterations, loss_type, scale_rewards
+        **{**trl_kwargs(profile, "grpo_config"), "max_steps": steps},
         lr_scheduler_type="constant",
         **batch_kwargs(profile, "grpo", processes),
-        num_generations=profile.num_generations,
-        max_completion_length=profile.max_completion_length,
-        temperature=profile.temperature,
-        beta=profile.beta,
-        top_entropy_quantile=profile.top_entropy_quantile,
-        num_iterations=profile.grpo_iterations,
         reward_weights=reward_weights(profile, reward_names),
-        loss_type=profile.loss_type,
-        scale_rewards=profile.scale_rewards,
         logging_steps=1,
         log_completions=False,
         **grpo_save_kwargs(profile, steps),
@@ -179,17 +186,11 @@ def task_grpo_config(
     steps = steps or profile.task_grpo_steps
     return GRPOConfig(
         output_dir=str(out_dir),
-        max_steps=steps,
-        learning_rate=profile.grpo_lr,
+        # learning_rate, num_generations, max_tool_calling_iterations, temperature, beta, loss_type, scale_rewards
+        **{**trl_kwargs(profile, "task_grpo_config"), "max_steps": steps},
         lr_scheduler_type="constant",
         **batch_kwargs(profile, "task", processes),
-        num_generations=profile.task_num_generations,
         max_completion_length=max_completion_length,
-        max_tool_calling_iterations=profile.max_episode_steps,
-        temperature=profile.temperature,
-        beta=profile.beta,
-        loss_type=profile.loss_type,
-        scale_rewards=profile.scale_rewards,
         logging_steps=1,
         save_steps=max(1, steps // 3),
         save_total_limit=2,
