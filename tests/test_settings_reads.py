@@ -10,14 +10,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import settings_reads  # noqa: E402
 
-from inquire_lib.profiles import SETTINGS, EvalSettings, ModelSettings, Profile, SFTSettings  # noqa: E402
+from inquire_lib.profiles import (  # noqa: E402
+    SETTINGS,
+    DataSettings,
+    EvalSettings,
+    ModelSettings,
+    Profile,
+    SFTSettings,
+    fields_affecting,
+)
 
 
 def test_the_library_reads_no_setting_beyond_the_class_it_names():
     lib = settings_reads.Library()
     assert settings_reads.violations(lib) == []
+    # and none takes more than it reads: `python tools/settings_reads.py --apply` names the class
+    assert [f"{p.module}:{p.function} could take {cls}" for p, cls in settings_reads.candidates(lib)] == []
     narrow = [p for p in lib.params if p.annotation not in ("", "Profile")]
-    assert len(narrow) >= 70  # what `--apply` narrowed; a new function names its class or takes the profile
+    assert len(narrow) >= 100  # what `--apply` narrowed; a new function names its class or takes the profile
     assert {p.annotation for p in narrow} >= {"ModelSettings", "DataSettings", "EvalSettings", "GRPOSettings"}
 
 
@@ -30,6 +40,8 @@ def test_a_profile_is_every_stages_settings_and_their_fields_part_it():
     every = {f.name for f in dataclasses.fields(Profile)}
     assert sum(map(len, own)) == len(set().union(*own)) == len(every) and set().union(*own) == every  # each in one
     assert issubclass(SFTSettings, ModelSettings) and not issubclass(SFTSettings, EvalSettings)
+    # the data's settings are every field that decides which tasks and steps a data set holds
+    assert own[SETTINGS.index(DataSettings)] == set(fields_affecting("data"))
     assert (
         "max_episode_steps" in EvalSettings.__dataclass_fields__ and "sft_lr" not in EvalSettings.__dataclass_fields__
     )

@@ -196,23 +196,31 @@ def violations(lib: Library) -> list[str]:
     ]
 
 
+def candidates(lib: Library):
+    """(parameter, the narrower class it fits) for the whole profile, or a class of which a base fits too (after
+    a field moved to a shared class)."""
+    for p in lib.params:
+        cls = lib.narrowest(p)
+        wider = lib.classes.get(p.annotation or "Profile")
+        if cls and wider is not None and cls != p.annotation and issubclass(wider, lib.classes[cls]):
+            yield p, cls
+
+
 def apply(lib: Library) -> int:
-    """Annotate each whole-profile parameter that a settings class fits with its narrowest; the module imports it."""
+    """Annotate each parameter that a narrower settings class fits (the whole profile, or a class a base of which
+    fits) with the narrowest; the module imports it."""
     changed = 0
     by_file: dict[Path, list[tuple[Param, str]]] = {}
-    for p in lib.params:
-        if p.annotation in ("", "Profile"):
-            cls = lib.narrowest(p)
-            if cls:
-                path = REPO / (p.module.replace(".", "/") + ".py")
-                path = path if path.exists() else REPO / p.module.replace(".", "/") / "__init__.py"
-                by_file.setdefault(path, []).append((p, cls))
+    for p, cls in candidates(lib):
+        path = REPO / (p.module.replace(".", "/") + ".py")
+        path = path if path.exists() else REPO / p.module.replace(".", "/") / "__init__.py"
+        by_file.setdefault(path, []).append((p, cls))
     for path, items in by_file.items():
         lines = path.read_text().splitlines(keepends=True)
         needed = set()
         for p, cls in items:
             text = lines[p.line - 1]
-            old = f"{p.name}: Profile" if p.annotation == "Profile" else p.name
+            old = f"{p.name}: {p.annotation}" if p.annotation else p.name
             if text[p.col : p.col + len(old)] == old:
                 lines[p.line - 1] = text[: p.col] + f"{p.name}: {cls}" + text[p.col + len(old) :]
                 needed.add(cls)
@@ -251,11 +259,8 @@ def main(argv=None) -> int:
     if args.apply:
         print(f"{apply(lib)} parameter(s) narrowed")
         return 0
-    for p in lib.params:
-        if p.annotation in ("", "Profile"):
-            cls = lib.narrowest(p)
-            if cls:
-                print(f"{p.module}:{p.function}({p.name}) could take {cls}")
+    for p, cls in candidates(lib):
+        print(f"{p.module}:{p.function}({p.name}: {p.annotation or 'Profile'}) could take {cls}")
     return 1 if bad else 0
 
 

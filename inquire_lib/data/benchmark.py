@@ -23,7 +23,7 @@ import datasets
 from PIL import Image
 
 from ..agent.questions import Need
-from ..profiles import TEST_FRACTION, BaseAgentSettings, DataSettings, EvalSettings, Profile, split_sizes
+from ..profiles import TEST_FRACTION, DataSettings, EvalSettings, split_sizes
 from ..runs.imports import import_graph, reachable
 from ..runs.integrity import check_cache, sha256_file
 from ..runs.keys import settings_key
@@ -375,14 +375,14 @@ def fresh_steps(
         return cached_dataset(path, lambda: datasets.Dataset.from_generator(rows, features=FEATURES, cache_dir=scratch))
 
 
-def stage0_tasks(profile: BaseAgentSettings) -> datasets.Dataset:
+def stage0_tasks(profile: DataSettings) -> datasets.Dataset:
     """Stage 0's own data when the profile asks for it (`base_agent_tasks`): every action step of that
     many fresh training tasks. With about one pass over them, no value repeats often enough to be
     recalled, so the loss falls only by copying values from the instruction and the screen."""
     return fresh_steps(profile, profile.base_agent_tasks, STAGE0_FIRST, keep=acts, name="stage0")
 
 
-def copy_drill(profile: BaseAgentSettings) -> datasets.Dataset:
+def copy_drill(profile: DataSettings) -> datasets.Dataset:
     """Stage 0's copy drill: from `copy_drill_tasks` more training tasks (fresh procedural values, drawn
     after the training split's indices), only the steps that copy a value from the instruction
     (`copies_a_value`). Fresh values make recall useless, so these steps pay only for copying; they
@@ -400,7 +400,7 @@ def acts_after_slip(task: Task, step: dict) -> bool:
     return step["after_slip"] and acts(task, step)
 
 
-def _slip_drill(profile: BaseAgentSettings, n_tasks: int, first: int, keep, name: str) -> datasets.Dataset:
+def _slip_drill(profile: DataSettings, n_tasks: int, first: int, keep, name: str) -> datasets.Dataset:
     """The steps `keep` accepts of `n_tasks` fresh tasks from index `first`, each played by the expert
     with 1 to `recovery_drill_slips` mistakes drawn from the task's own RNG."""
     seed, slips = profile.seed, profile.recovery_drill_slips
@@ -411,7 +411,7 @@ def _slip_drill(profile: BaseAgentSettings, n_tasks: int, first: int, keep, name
     return fresh_steps(profile, n_tasks, first, keep=keep, name=f"{name}-m{slips}", play=play)
 
 
-def recovery_drill(profile: BaseAgentSettings) -> datasets.Dataset:
+def recovery_drill(profile: DataSettings) -> datasets.Dataset:
     """Stage 0's recovery drill: `recovery_drill_tasks` more fresh training tasks, each played by the
     expert with 1 to `recovery_drill_slips` mistakes at a random step (other apps at the `open`, or
     clicks on elements that open a detour, often one named like the target); the action steps after the
@@ -421,14 +421,14 @@ def recovery_drill(profile: BaseAgentSettings) -> datasets.Dataset:
     return _slip_drill(profile, profile.recovery_drill_tasks, RECOVERY_DRILL_FIRST, acts_after_slip, "recovery")
 
 
-def grpo_detours(profile: Profile) -> datasets.Dataset:
+def grpo_detours(profile: DataSettings) -> datasets.Dataset:
     """Stage 2's states off the expert's path: every step after the mistake of `grpo_detour_tasks` fresh
     training tasks played with one (see `recovery_drill`; inquiries included, so a required inquiry on
     a path that went wrong first is there too)."""
     return _slip_drill(profile, profile.grpo_detour_tasks, GRPO_DETOURS_FIRST, after_slip, "grpo-detours")
 
 
-def sft_split(profile: Profile) -> datasets.Dataset:
+def sft_split(profile: DataSettings) -> datasets.Dataset:
     """Stage 1's expert steps: the benchmark's training split, or, when the profile asks for it
     (`sft_tasks`), every step (inquiries included) of that many fresh training tasks. Stage 0 has
     seen the split's values several times, so SFT on them rewards recalling a value over copying it

@@ -66,6 +66,72 @@ class DataSettings:
             "affects": ("data", "grpo"),
         },
     )
+    # --- the drills' and later stages' own data (stage 0, stage 1, stage 2) ---
+    # The value-copying steps are every `type` and clicks on an element the instruction names: with fresh
+    # values, only copying lowers their loss (docs/lab/base_agent.md, "copy drill")
+    copy_drill_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 0's copy drill: the value-copying steps of this many more fresh training tasks join its "
+            "data (`data.benchmark.copy_drill`)",
+            "affects": ("data", "base_agent"),
+        },
+    )
+    # 0: the training split, seen about 4 times in 2,500 steps, so a value can be recalled per task instead of copied
+    base_agent_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 0's own tasks: N > 0 trains on every action step of N fresh tasks "
+            "(`data.benchmark.stage0_tasks`); 0 on the benchmark's training split",
+            "affects": ("data", "base_agent"),
+        },
+    )
+    # Each fresh task is played by the expert with mistakes at a random step (another app, a click that opens
+    # a detour); the steps after them (Back with its reason, then the path with the mistakes in the history)
+    # join stage 0's data. Without them no training example shows a detour, and every policy ends the task
+    # there (docs/lab/base_agent.md, "recovery drill")
+    recovery_drill_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 0's recovery drill: the steps after a mistake of this many more fresh tasks join its data "
+            "(`data.benchmark.recovery_drill`)",
+            "affects": ("data", "base_agent"),
+        },
+    )
+    # with one, a policy that learned Back still ends the task on its second detour (docs/lab/base_agent.md)
+    recovery_drill_slips: int = field(
+        default=1,
+        metadata={
+            "help": "at most this many mistakes in a row at the recovery drill's step, each undone by Back",
+            "affects": ("data", "base_agent"),
+        },
+    )
+    # 0 uses the benchmark's training split, whose values stage 0 has already seen several times; fresh tasks
+    # keep SFT from lowering its loss by recalling a value stage 0 memorised (docs/lab/base_agent.md)
+    sft_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 1's own tasks (and DAgger's expert data, its control's and its roll-outs'): N > 0 every "
+            "step of N fresh tasks (`data.benchmark.sft_split`); 0 the training split",
+            "affects": ("data", "sft", "dagger"),
+        },
+    )
+    # they keep the drilled agent's Back through stage 1 (docs/lab/base_agent.md)
+    sft_recovery_tasks: int = field(
+        default=0,
+        metadata={
+            "help": "stage 1's (and DAgger's expert data's) recovery drill: the steps after the mistake of this many "
+            "fresh tasks (`data.benchmark.recovery_drill`, inquiries included) join its expert steps",
+            "affects": ("data", "sft", "dagger"),
+        },
+    )
+    grpo_detour_tasks: int = field(
+        default=400,
+        metadata={
+            "help": "fresh training tasks played with a mistake for stage 2's states off the path",
+            "affects": ("data", "grpo"),
+        },
+    )
 
     @property
     def train_split_tasks(self) -> int:

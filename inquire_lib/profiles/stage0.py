@@ -38,37 +38,6 @@ class BaseAgentSettings(StageSettings):
     base_agent_threads: int = field(
         default=0, metadata={"help": "torch threads for stage 0 (0: torch_threads)", "affects": ("run",)}
     )
-    # The value-copying steps are every `type` and clicks on an element the instruction names: with fresh
-    # values, only copying lowers their loss (docs/lab/base_agent.md, "copy drill")
-    copy_drill_tasks: int = field(
-        default=0,
-        metadata={
-            "help": "stage 0's copy drill: the value-copying steps of this many more fresh training tasks join its "
-            "data (`data.benchmark.copy_drill`)",
-            "affects": ("data", "base_agent"),
-        },
-    )
-    # 0: the training split, seen about 4 times in 2,500 steps, so a value can be recalled per task instead of copied
-    base_agent_tasks: int = field(
-        default=0,
-        metadata={
-            "help": "stage 0's own tasks: N > 0 trains on every action step of N fresh tasks "
-            "(`data.benchmark.stage0_tasks`); 0 on the benchmark's training split",
-            "affects": ("data", "base_agent"),
-        },
-    )
-    # Each fresh task is played by the expert with mistakes at a random step (another app, a click that opens
-    # a detour); the steps after them (Back with its reason, then the path with the mistakes in the history)
-    # join stage 0's data. Without them no training example shows a detour, and every policy ends the task
-    # there (docs/lab/base_agent.md, "recovery drill")
-    recovery_drill_tasks: int = field(
-        default=0,
-        metadata={
-            "help": "stage 0's recovery drill: the steps after a mistake of this many more fresh tasks join its data "
-            "(`data.benchmark.recovery_drill`)",
-            "affects": ("data", "base_agent"),
-        },
-    )
     # The app is one decision a task, about a fifth of stage 0's rows, and the small agent's wrong apps are stable
     # pairs that more of the same mix teaches slowly (docs/lab/small.md)
     open_oversample: int = field(
@@ -76,13 +45,5 @@ class BaseAgentSettings(StageSettings):
         metadata={
             "help": "repeats of each `open` step (the app choice) in stage 0's data of fresh tasks (1: as played)",
             "affects": ("base_agent",),
-        },
-    )
-    # with one, a policy that learned Back still ends the task on its second detour (docs/lab/base_agent.md)
-    recovery_drill_slips: int = field(
-        default=1,
-        metadata={
-            "help": "at most this many mistakes in a row at the recovery drill's step, each undone by Back",
-            "affects": ("data", "base_agent"),
         },
     )

@@ -43,25 +43,6 @@ class SFTSettings(StageSettings):
             "affects": ("sft", "dagger"),
         },
     )
-    # 0 uses the benchmark's training split, whose values stage 0 has already seen several times; fresh tasks
-    # keep SFT from lowering its loss by recalling a value stage 0 memorised (docs/lab/base_agent.md)
-    sft_tasks: int = field(
-        default=0,
-        metadata={
-            "help": "stage 1's own tasks (and DAgger's expert data, its control's and its roll-outs'): N > 0 every "
-            "step of N fresh tasks (`data.benchmark.sft_split`); 0 the training split",
-            "affects": ("data", "sft", "dagger"),
-        },
-    )
-    # they keep the drilled agent's Back through stage 1 (docs/lab/base_agent.md)
-    sft_recovery_tasks: int = field(
-        default=0,
-        metadata={
-            "help": "stage 1's (and DAgger's expert data's) recovery drill: the steps after the mistake of this many "
-            "fresh tasks (`data.benchmark.recovery_drill`, inquiries included) join its expert steps",
-            "affects": ("data", "sft", "dagger"),
-        },
-    )
     weak_inquiry_share: float = field(
         default=0.15,
         metadata={

@@ -48,13 +48,6 @@ class GRPOSettings(EvalSettings):
         default=0.0,
         metadata={"help": "the share of GRPO prompts that are states off the expert's path", "affects": ("grpo",)},
     )
-    grpo_detour_tasks: int = field(
-        default=400,
-        metadata={
-            "help": "fresh training tasks played with a mistake for stage 2's states off the path",
-            "affects": ("data", "grpo"),
-        },
-    )
     num_generations: int = field(
         default=8,
         metadata={

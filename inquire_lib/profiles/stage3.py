@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .scoring import EvalSettings
+from .stage2 import GRPOSettings
 
 
 @dataclass(frozen=True)
-class TaskGRPOSettings(EvalSettings):
-    """Stage 3: task-level GRPO, with the episodes and decoding it plays by (`EvalSettings`)."""
+class TaskGRPOSettings(GRPOSettings):
+    """Stage 3: task-level GRPO, on stage 2's optimiser settings and the episodes it plays (`EvalSettings`)."""
 
     task_grad_accum: int = field(
         default=1, metadata={"help": "gradient accumulation of stage 3: micro-batches per process", "affects": ("run",)}

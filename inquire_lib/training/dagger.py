@@ -29,7 +29,7 @@ import datasets
 from ..agent.actions import format_completion
 from ..agent.prompts import frame_for
 from ..data.benchmark import FEATURES, SFT_FIRST, screen_png, task_at
-from ..profiles import Profile, SFTSettings
+from ..profiles import DataSettings, Profile
 from ..world.env import PhoneEnv
 from ..world.expert import expert_act
 
@@ -138,7 +138,7 @@ def labelled_rollout(
     return labeller, played
 
 
-def round_tasks(profile: SFTSettings, round_index: int, per_round: int) -> list:
+def round_tasks(profile: DataSettings, round_index: int, per_round: int) -> list:
     """The training tasks rolled out in round `round_index` (1-based): consecutive blocks of the
     training split, a new block each round; with `sft_tasks` set, blocks of fresh tasks right after
     stage 1's (so the roll-outs, like stage 1, never meet a value stage 0 memorised)."""

@@ -95,7 +95,7 @@ def verl_rows(records, profile: GRPOSettings, split: str) -> list[dict]:
     return rows
 
 
-def split_records(profile, split: str):
+def split_records(profile: GRPOSettings, split: str):
     """The prompt records of a split: `train` is exactly the GRPO prompt set; `validation` and
     `test` are every step of those splits."""
     from ..data.benchmark import benchmark, load_or_build_validation
@@ -111,7 +111,7 @@ def split_records(profile, split: str):
     raise ValueError(f"unknown split {split!r}")
 
 
-def export_verl(profile, out: str | Path, splits=("train", "validation")) -> dict:
+def export_verl(profile: GRPOSettings, out: str | Path, splits=("train", "validation")) -> dict:
     """Write `<out>/<split>.parquet` for each split, plus `<out>/README.txt` with the verl options
     that read it; returns {split: row count, "out": folder, "reward": path of `compute_score`}."""
     import datasets

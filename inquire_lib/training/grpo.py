@@ -18,7 +18,7 @@ import torch
 
 from ..agent.rewards import build_reward_funcs
 from ..data.benchmark import benchmark, grpo_detours, inquiry_need
-from ..profiles import DataSettings, Profile, get_profile
+from ..profiles import DataSettings, GRPOSettings, Profile, get_profile
 from ..runs.paths import artifacts_dir
 from ..runs.tracking import trainer_tracking, use_tracking
 from .configs import config_record, grpo_config, lora_config
@@ -28,7 +28,7 @@ from . import shipped_stages
 from .sft import training_records
 
 
-def grpo_records(profile: Profile, n: int | None = None) -> datasets.Dataset:
+def grpo_records(profile: GRPOSettings, n: int | None = None) -> datasets.Dataset:
     """The GRPO prompt set: inquiry situations are ~10% of all steps, too rare for a few hundred
     prompts to teach when to ask; so a share `grpo_inquiry_share` of the prompts are steps that
     require an inquiry, a share `grpo_followup_share` (None: the same share) are the steps right after

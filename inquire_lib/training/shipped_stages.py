@@ -18,7 +18,7 @@ import re
 import shutil
 from pathlib import Path
 
-from ..profiles import UNNAMED_OVERRIDES, DataSettings, Profile, fields_affecting
+from ..profiles import UNNAMED_OVERRIDES, DataSettings, Profile, TaskGRPOSettings, fields_affecting
 from ..runs.integrity import finished_output, read_marker, sha256_file, write_marker
 from ..runs.keys import settings_key
 from ..runs.paths import REPO_ROOT, atomic_dir
@@ -120,7 +120,7 @@ def rebuilds(stage: str, rebuild: bool | None = None) -> bool:
     return stage in asked or "all" in asked
 
 
-def later_extent(kind: str, record: dict, steps: int, profile: Profile) -> dict:
+def later_extent(kind: str, record: dict, steps: int, profile: TaskGRPOSettings) -> dict:
     """What a later stage's finished run saw and cost over all its sittings, for its manifest: GRPO's prompts
     (each with `num_generations` completions), stage 3's episodes (`task_num_generations` per task, each step's
     tasks `grpo_prompts_per_step`), and the training seconds of every sitting (`seconds_total`; a run never

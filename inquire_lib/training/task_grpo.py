@@ -39,7 +39,7 @@ import datasets
 import torch
 
 from ..agent.actions import Action, ActionError, format_completion, parse_completion
-from ..profiles import Profile, StageSettings, get_profile
+from ..profiles import Profile, StageSettings, TaskGRPOSettings, get_profile
 from ..agent.prompts import frame_for, images_of, observation_record, prompt_messages, user_text
 from ..data.benchmark import screen_png, task_at
 from ..agent.task_rewards import COMPONENTS, task_reward
@@ -78,7 +78,7 @@ def use_task_template(processor):
     return processor
 
 
-def episode_token_budget(profile: Profile) -> int:
+def episode_token_budget(profile: TaskGRPOSettings) -> int:
     """`max_completion_length` of an episode: `task_max_completion_length` where set, else every turn's answer
     plus its tool result (text and the screenshot's image tokens, one per 28x28 patch of the resized screen);
     capped below the tiny models' context."""
