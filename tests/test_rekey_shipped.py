@@ -35,6 +35,21 @@ def test_a_removed_field_at_the_kept_value_gives_todays_key():
     assert "task_last" not in new["settings"] and "copy_warmup_gap" not in new["settings"]
 
 
+def test_an_added_field_at_the_value_the_code_ran_gives_todays_key(monkeypatch):
+    """A manifest written before a field existed gets it at the value the code behaved as (`ADDED`); at another
+    value the key is another one, so the result is not served for it."""
+    old = _cpu_manifest()
+    field = "recovery_drill_slips"
+    value = old["settings"].pop(field)
+    old["key"] = "000000000000"
+    monkeypatch.setattr(rekey_shipped, "ADDED", {field: value})
+    key, new = rekey_shipped.plan_base_agent(old, Path("m.json"), {})
+    assert key == base_agent_key(get_profile("cpu")) and new["settings"][field] == value
+    monkeypatch.setattr(rekey_shipped, "ADDED", {field: value + 1})
+    with pytest.raises(rekey_shipped.RekeyError, match=f"today's settings differ: {field} {value + 1} -> {value}"):
+        rekey_shipped.plan_base_agent(old, Path("m.json"), {})
+
+
 def test_a_result_a_removed_field_shaped_is_refused_in_one_line():
     old = _cpu_manifest()
     old = {**old, "settings": {**old["settings"], "copy_warmup_steps": 300}}

@@ -1,9 +1,10 @@
-"""Rename shipped results to the content keys today's settings give them, after fields were removed.
+"""Rename shipped results to the content keys today's settings give them, after fields were removed or added.
 
 A content key hashes every field that shapes a result, so removing a field renames every key, and the shipped
 base agents and stage results would be refused as stale. A removed field shaped nothing when its recorded value
-is the one the code now always behaves as (`REMOVED`). For each shipped manifest this drops those fields,
-refuses in one line when one was recorded at another value, recomputes the key under the renamed parent, checks
+is the one the code now always behaves as (`REMOVED`); an added field shaped nothing new when its value is the one
+the code behaved as before it existed (`ADDED`). For each shipped manifest this drops the removed fields, gives the
+added ones its key reads that value, refuses in one line when a removed one was recorded at another value, recomputes the key under the renamed parent, checks
 that today's code computes the same settings and key for the manifest's own command, and moves the folder (the
 manifest last, so an interrupted run leaves the old folder whole). Each manifest keeps `rekeyed_from`.
 
@@ -46,6 +47,11 @@ REMOVED = {
 }
 
 
+# added field -> the value the code behaved as before the field existed: a result made before it was made at that
+# value, so its manifest gets it (a field set by a recipe to another value gives another key, as it should)
+ADDED: dict = {}
+
+
 STAGE_ORDER = {"sft": 0, "grpo": 1, "task_grpo": 2}
 
 
@@ -53,12 +59,14 @@ class RekeyError(ValueError):
     """A shipped result that cannot be renamed: it was shaped by a removed field, or today's code disagrees."""
 
 
-def pruned(settings: dict, where: Path) -> dict:
-    """`settings` without the removed fields, each checked to hold the value the code kept."""
+def pruned(settings: dict, where: Path, read) -> dict:
+    """`settings` without the removed fields, each checked to hold the value the code kept, and with the added
+    fields among `read` (the fields today's key reads) at the value the code behaved as before them."""
     for field, kept in REMOVED.items():
         if field in settings and kept is not None and settings[field] != kept:
             raise RekeyError(f"{where}: {field}={settings[field]!r} shaped it; the code now always runs {kept!r}")
-    return {k: v for k, v in settings.items() if k not in REMOVED}
+    added = {k: v for k, v in ADDED.items() if k in read and k not in settings}
+    return {**{k: v for k, v in settings.items() if k not in REMOVED}, **added}
 
 
 def profile_of(manifest: dict):
@@ -71,8 +79,8 @@ def plan_base_agent(manifest: dict, where: Path, renamed: dict[str, str]) -> tup
     """The new key and manifest of a shipped base agent. Its key is computed with the profile's own stage-0
     settings (`training.sft.base_agent_settings`), whatever overrides its command used to make it."""
     profile = apply_overrides(manifest["profile"], {})
-    settings = pruned(manifest["settings"], where)
     today = base_agent_settings(profile)
+    settings = pruned(manifest["settings"], where, today)
     if differences(settings, today):
         raise RekeyError(f"{where}: today's settings differ: {'; '.join(differences(settings, today))}")
     parent = renamed.get(profile.base_agent_init, profile.base_agent_init)
@@ -86,7 +94,7 @@ def plan_stage(manifest: dict, where: Path, renamed_keys: dict[str, str]) -> tup
     """The new key and manifest of a shipped stage result, under its renamed parent. Fields its key no longer
     reads (`shipped_stages.stage_fields`, e.g. the test split's size) are dropped whatever their value."""
     read = {"stage", "steps", "inquiry_share", *shipped_stages.stage_fields(manifest["stage"])}
-    settings = {k: v for k, v in pruned(manifest["settings"], where).items() if k in read}
+    settings = {k: v for k, v in pruned(manifest["settings"], where, read).items() if k in read}
     profile = shipped_stages.seeded(profile_of(manifest), manifest["stage"])
     today = shipped_stages.stage_settings(profile, manifest["stage"], settings["steps"], settings["inquiry_share"])
     if differences(settings, today):
