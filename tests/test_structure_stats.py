@@ -9,6 +9,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import structure_stats  # noqa: E402
 
 
+def _tree(root, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 def test_it_counts_fields_signatures_recipes_assets_and_docs_of_an_older_checkout(tmp_path):
     files = {
         "inquire_lib/profiles.py": "class Profile:\n    a: int = 1\n    b: str = 'x'\n    def f(self, profile): ...\n",
@@ -19,9 +25,7 @@ def test_it_counts_fields_signatures_recipes_assets_and_docs_of_an_older_checkou
         "docs/guide.md": "one\ntwo\n",
         "docs/lab/log.md": "a\nb\nc\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _tree(tmp_path, files)
     s = structure_stats.stats(tmp_path)
     assert s["profile_fields"] == 2
     assert (s["signatures_taking_the_profile"], s["files_with_such_signatures"]) == (3, 2)
@@ -36,9 +40,7 @@ def test_it_counts_each_settings_object_and_the_signatures_taking_one(tmp_path):
         "inquire_lib/profiles/profile.py": "class Profile(SFTSettings):\n    x = 1\n\n\ndef get(profile): ...\n",
         "inquire_lib/x.py": "def g(profile: SFTSettings): ...\ndef h(s: Profile): ...\ndef k(profile: 'Profile'): ...\n",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _tree(tmp_path, files)
     s = structure_stats.stats(tmp_path)
     assert s["settings_objects"] == {"SFTSettings": 2} and s["profile_fields"] == 2
     assert (s["signatures_taking_the_profile"], s["files_with_such_signatures"]) == (3, 2)
