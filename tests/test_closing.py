@@ -297,4 +297,5 @@ def test_stage_3_and_the_chain_are_read_against_always_act(tmp_path):
     text = _summary(path)
     assert "Task SR of grpo_task lies above always_act's with intervals apart" in text
     assert "Learned asking against a confidence threshold is not compared on this profile" in text
+    assert "`inquire evaluate sft_full grpo_weak grpo_full --level asking` runs its curves apart." in text
     assert "10 held-out tasks step by step and 40 online" in text

@@ -398,7 +398,8 @@ def _evaluation(body: dict, run: Path, s: dict) -> str:
     if not asking and s.get("logit_passes") is False:
         cannot.append(
             "Learned asking against a confidence threshold is not compared on this profile: the confidence pass "
-            "reads logits on the HF path, several times the engine's time per agent (`logit_passes`; `small` runs it)."
+            "reads logits on the HF path, several times the engine's time per agent (`logit_passes`); "
+            "`inquire evaluate sft_full grpo_weak grpo_full --level asking` runs its curves apart."
         )
     title = "**When to ask, learned against a confidence threshold** (the asking figures above):"
     widest = max((half_width(step[n].get("inquiry_recall")) or 0 for n in trained), default=0)
