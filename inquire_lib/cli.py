@@ -304,15 +304,15 @@ def _learning_curve(args) -> int:
 
 def _choose(profile, paths: dict) -> int:
     """`inquire evaluate NAME... --level choose`: the chain's choice on validation, printed."""
+    from .runs.summary import rate
     from .stages import choose_on_validation
 
     choice = choose_on_validation(profile, list(paths), paths=paths)
-    fmt = lambda m: "n/a" if m["value"] is None else f"{m['value']:.3f} ({m['lo']:.3f}-{m['hi']:.3f})"  # noqa: E731
     print(f"On {choice['validation_tasks']} validation tasks online (Wilson 95% CIs): {choice['rule']}")
     for name, rates in choice["validation"].items():
-        print(f"  {name}: " + ", ".join(f"{k} {fmt(v)}" for k, v in rates.items()))
+        print(f"  {name}: " + ", ".join(f"{k} {rate(v)}" for k, v in rates.items()))
     test = choice["test"]
-    tail = ", ".join(f"{k} {fmt(v)}" for k, v in test.items()) if test else "not played on the test split in this run"
+    tail = ", ".join(f"{k} {rate(v)}" for k, v in test.items()) if test else "not played on the test split in this run"
     print(f"chosen: {choice['chosen']}; on the test split: {tail}")
     return 0
 

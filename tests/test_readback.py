@@ -88,14 +88,14 @@ def test_same_key_finds_another_name_with_its_outputs(tmp_path):
     (tmp_path / "metrics" / "step_a.json").write_text(json.dumps({"checkpoint": "a", "eval_key": "k1"}))
     (tmp_path / "metrics" / "step_b.json").write_text(json.dumps({"checkpoint": "b", "eval_key": "k2"}))
     (tmp_path / "metrics" / "task_c.json").write_text(json.dumps({"checkpoint": "c", "eval_key": "k1"}))
-    assert readback.same_key(tmp_path, "step", "k1") is None  # no predictions beside a's metrics
+    assert readback.same_key(tmp_path, "step", "k1") == (None, None)  # no predictions beside a's metrics
     for name, out in (("a", "step_predictions.jsonl"), ("b", "step_predictions.jsonl"), ("c", "trajectories.jsonl")):
         (tmp_path / "eval" / name).mkdir(parents=True)
         (tmp_path / "eval" / name / out).write_text("{}\n")
-    assert readback.same_key(tmp_path, "step", "k1") == "a"
-    assert readback.same_key(tmp_path, "step", "k2") == "b"
-    assert readback.same_key(tmp_path, "task", "k1") == "c"
-    assert readback.same_key(tmp_path, "step", "k3") is None
+    assert readback.same_key(tmp_path, "step", "k1") == ("a", {"checkpoint": "a", "eval_key": "k1"})
+    assert readback.same_key(tmp_path, "step", "k2")[0] == "b"
+    assert readback.same_key(tmp_path, "task", "k1")[0] == "c"
+    assert readback.same_key(tmp_path, "step", "k3") == (None, None)
 
 
 @pytest.mark.slow  # builds the tiny smoke model and generates once

@@ -20,6 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "inquire_lib"
+sys.path.insert(0, str(REPO))
+
+from inquire_lib.runs.imports import import_origin, module_names  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -40,33 +43,20 @@ class Param:
 
 
 def settings_classes() -> dict[str, type]:
-    sys.path.insert(0, str(REPO))
     from inquire_lib.profiles import SETTINGS, Profile
 
     return {c.__name__: c for c in (*SETTINGS, Profile)}
 
 
-def _module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _resolve(module: str, level: int, name: str | None, is_package: bool) -> str:
-    base = module.split(".")
-    base = base if is_package else base[:-1]
-    base = base[: len(base) - (level - 1)] if level else []
-    return ".".join([*base, *([name] if name else [])])
-
-
 class _Module:
-    def __init__(self, path: Path, root: Path):
-        self.name = _module_name(path, root)
+    def __init__(self, name: str, path: Path):
+        self.name = name
         self.tree = ast.parse(path.read_text(), filename=str(path))
         package = path.name == "__init__.py"
         self.imported: dict[str, str] = {}  # local name -> "module:function" or "module" (a module alias)
         for node in ast.walk(self.tree):
             if isinstance(node, ast.ImportFrom):
-                src = _resolve(self.name, node.level, node.module, package) if node.level else (node.module or "")
+                src = import_origin(node, self.name, package)
                 for a in node.names:
                     self.imported[a.asname or a.name] = f"{src}:{a.name}"
         self.defs = {n.name: n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -91,7 +81,7 @@ class Library:
 
     def __init__(self, package: Path = PACKAGE):
         self.classes = settings_classes()
-        self.modules = {m.name: m for m in (_Module(p, package.parent) for p in sorted(package.rglob("*.py")))}
+        self.modules = {n: _Module(n, p) for n, p in module_names(package.parent, package.name).items()}
         self.params: list[Param] = []
         for mod in self.modules.values():
             for fn in mod.defs.values():

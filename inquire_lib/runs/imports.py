@@ -28,14 +28,18 @@ def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
         return [alias.name for alias in node.names]
     if not isinstance(node, ast.ImportFrom):
         return []
-    if node.level:
-        # `from . import x` in a package's __init__ is relative to the package itself
-        base = module.split(".") if is_package else module.split(".")[:-1]
-        base = base[: len(base) - (node.level - 1)]
-        origin = ".".join(base + ([node.module] if node.module else []))
-    else:
-        origin = node.module or ""
+    origin = import_origin(node, module, is_package)
     return [origin] + [f"{origin}.{alias.name}" for alias in node.names]
+
+
+def import_origin(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The dotted module a `from ... import` statement of `module` imports from, relative levels resolved."""
+    if not node.level:
+        return node.module or ""
+    # `from . import x` in a package's __init__ is relative to the package itself
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
 
 
 def import_graph(root: Path, package: str) -> dict[str, set[str]]:

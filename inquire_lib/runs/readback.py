@@ -79,10 +79,12 @@ def read_back(run_dir: str | Path, kind: str, name: str, key: str) -> dict | Non
     return stored
 
 
-def same_key(run_dir: str | Path, kind: str, key: str) -> str | None:
-    """The checkpoint name of another stored evaluation of `kind` that carries `key` and its outputs, or None."""
+def same_key(run_dir: str | Path, kind: str, key: str) -> tuple[str | None, dict | None]:
+    """(checkpoint name, stored metrics) of another stored evaluation of `kind` that carries `key` and its outputs,
+    or (None, None)."""
     for path in sorted((Path(run_dir) / "metrics").glob(f"{kind}_*.json")):
         name = path.stem[len(kind) + 1 :]
-        if read_back(run_dir, kind, name, key) is not None:
-            return name
-    return None
+        stored = read_back(run_dir, kind, name, key)
+        if stored is not None:
+            return name, stored
+    return None, None

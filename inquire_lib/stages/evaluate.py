@@ -51,12 +51,11 @@ def evaluate_once(
     if stored is not None:
         print(f"{name}: {kind} metrics read back (same model, items and settings)")
         return {**stored, "read_back": True}
-    twin = readback.same_key(where, kind, key) if rescore is not None else None
+    twin, first = readback.same_key(where, kind, key) if rescore is not None else (None, None)
     if twin is not None:
         print(f"{name}: the same model, items and settings as {twin}; its answers scored as {name}'s")
         answers = [rec["raw_output"] for _, rec in read_jsonl(where / "eval" / twin / readback.OUTPUTS[kind])]
         kept = ("eval_engine", "answers_at_token_cap", "generate_seconds", "ask_bias")
-        first = read_json(metrics_file(where, kind, twin))
         carried = {k: first[k] for k in kept if k in first}
         return {**rescore(answers, {**carried, readback.KEY: key, "answers_from": twin}), "read_back": True}
     engine = engine_of(profile, bias)
@@ -157,13 +156,14 @@ def choose_on_validation(profile: Profile, names, out_root=None, paths: dict | N
     rates = {n: {k: m["overall"][k] for k in CHOICE_RATES} for n, m in played.items()}
     chosen = max(names, key=lambda n: (rates[n]["success_rate"]["value"], -list(names).index(n)))
     test = metrics_file(where, "task", chosen)
+    test = read_json(test)["overall"] if test.is_file() else None
     out = {
         "profile": profile.name,
         "validation_tasks": len(tasks),
         "rule": "the highest task SR on validation; a tie goes to the earlier checkpoint",
         "validation": rates,
         "chosen": chosen,
-        "test": {k: read_json(test)["overall"][k] for k in CHOICE_RATES} if test.is_file() else None,
+        "test": {k: test[k] for k in CHOICE_RATES} if test else None,
     }
     write_json_atomic(where / "metrics" / "chain_choice.json", out)
     return out
