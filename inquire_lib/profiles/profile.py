@@ -12,9 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .run import Named, RunSettings
+from .run import RunSettings
 from .scoring import EvalSettings
-from .shared import DataSettings, ModelSettings, StageSettings
 from .stage0 import BaseAgentSettings
 from .stage1 import SFTSettings
 from .stage2 import GRPOSettings
@@ -46,20 +45,6 @@ AFFECTS: dict[str, str] = {
 # what a field's value comes to on a given profile, shown beside its help by `explain`
 DERIVED = {"benchmark_tasks": lambda p: f"here {p.train_split_tasks} + {p.test_split_tasks}"}
 
-# each stage's settings, in the order a profile lists its fields
-SETTINGS = (
-    Named,
-    DataSettings,
-    ModelSettings,
-    StageSettings,
-    BaseAgentSettings,
-    SFTSettings,
-    EvalSettings,
-    GRPOSettings,
-    TaskGRPOSettings,
-    RunSettings,
-)
-
 
 @dataclass(frozen=True)
 class Profile(
@@ -78,6 +63,10 @@ class Profile(
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+
+# each stage's settings, in the order a profile lists its fields (its bases, last first)
+SETTINGS = tuple(c for c in reversed(Profile.__mro__[1:]) if dataclasses.is_dataclass(c))
 
 
 # the profiles, each a recipe file that names what it changes (`inquire_lib/recipes/<name>.yaml`, read at the end
