@@ -6,9 +6,10 @@ The OpenVINO exporter's venv needs the same torch pair as the workbench's: sever
 CUDA libraries that a CPU never loads. Linking the installed files instead of installing them again keeps
 one copy on disk (and a small CI disk from filling up); pip in the second venv then finds the pair
 installed and leaves it. A later pip that replaces one of them there unlinks only that venv's names.
-A distribution the second venv already has is left to pip. Only site-packages is linked: console scripts name their own interpreter, and bytecode names its
-source's path, so both are left for the second venv to make. Each distribution's metadata is linked
-after its files, so an interrupted run never shows pip a distribution that is not all there.
+A distribution the second venv already has is left to pip. Only site-packages is linked: console scripts
+name their own interpreter, and bytecode names its source's path, so both are left for the second venv
+to make. Each distribution's metadata is linked after its files, so an interrupted run never shows pip a
+distribution that is not all there.
 Run it with the venv that holds the packages (the one whose `packaging` it imports).
 """
 
