@@ -69,15 +69,15 @@ def required_closure(site: Path, roots: list[str]) -> list[Distribution]:
 
 def link_distribution(dist: Distribution, site: Path, into: Path) -> int:
     """Link dist's files under site to the same places under into; returns how many were linked."""
-    linked = 0
+    linked, root = 0, site.resolve()
     files = [f for f in dist.files or () if "__pycache__" not in f.parts]
     # Metadata last: pip counts a distribution as installed once its .dist-info is there.
     files.sort(key=lambda f: f.parts[0].endswith(".dist-info"))
     for rel in files:
-        source = (site / rel).resolve()
-        if not source.is_relative_to(site.resolve()) or not source.is_file():
+        source = (root / rel).resolve()
+        if not source.is_relative_to(root) or not source.is_file():
             continue  # console scripts under bin/, or a file the package removed itself
-        target = into / source.relative_to(site.resolve())
+        target = into / source.relative_to(root)
         if target.exists():
             if target.samefile(source):
                 continue
