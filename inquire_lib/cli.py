@@ -85,7 +85,7 @@ def _profile_or_usage(name: str):
 
 
 def _run(args) -> int:
-    from .profiles import OverrideError, parse_overrides
+    from .profiles import OverrideError, apply_overrides, parse_overrides
     from .runs.notebooks import NotebookFailed, discover_notebooks, run_notebooks, select_notebooks
 
     _profile_or_usage(args.profile)
@@ -96,13 +96,37 @@ def _run(args) -> int:
             raise UsageError(f"argument --only: {exc}") from None
     try:
         overrides = parse_overrides(args.set or [])
+        _engine_or_usage(apply_overrides(args.profile, overrides))
+        figures = _figures_note()
+        if figures:
+            print(figures)
         run_notebooks(args.profile, only=args.only or None, overrides=overrides, name=args.name)
+        if figures:
+            print(figures)
     except (OverrideError, KeyError, ValueError) as exc:  # settings refused before any kernel starts
         raise UsageError(exc.args[0] if isinstance(exc, KeyError) else str(exc)) from None
     except NotebookFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _engine_or_usage(profile) -> None:
+    """Stop before any notebook starts when the profile's evaluation engine is not installed here."""
+    from .training.openvino import engine_missing
+
+    missing = engine_missing(profile)
+    if missing is not None:
+        raise UsageError(f"profile {profile.name!r}: {missing}")
+
+
+def _figures_note() -> str | None:
+    """The one line a run prints when its figures will be HTML only (no Chrome for plotly's PNG export)."""
+    from .viz.overlays import find_chrome
+
+    if find_chrome() is not None:
+        return None
+    return "figures: HTML only, no PNG: plotly's PNG export needs Chrome/Chromium, and none is installed (make browser)"
 
 
 def _report(args) -> int:

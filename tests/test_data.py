@@ -326,14 +326,14 @@ def test_a_change_to_the_generators_code_names_new_data_caches(tmp_path):
     before = data.dataset_dir(2, 6).name
     package = tmp_path / "inquire_lib"
     for module in data.generator_modules():
-        src = data._module_file(data.Path(data.__file__).resolve().parents[1], module)
-        dest = data._module_file(package, module)
+        src = data.module_file(data.Path(data.__file__).resolve().parents[1], module)
+        dest = data.module_file(package, module)
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(src.read_bytes())
-    edited = data._module_file(package, "inquire_lib.world.render")
+    edited = data.module_file(package, "inquire_lib.world.render")
     edited.write_text(edited.read_text() + "\n# an edit\n")
     original = data.__file__
-    data.__file__ = str(data._module_file(package, "inquire_lib.data.benchmark"))
+    data.__file__ = str(data.module_file(package, "inquire_lib.data.benchmark"))
     data.generator_key.cache_clear()
     try:
         assert data.generator_modules() == tuple(sorted(set(data.generator_modules())))

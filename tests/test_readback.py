@@ -161,3 +161,46 @@ def test_an_ablation_points_evaluations_are_read_back(monkeypatch):
         ("evaluate steps", True),
         ("evaluate tasks", True),
     ]
+
+
+def test_the_evaluation_code_is_what_an_evaluation_runs():
+    modules = readback.eval_modules()
+    for runs in ("evaluation.steps", "evaluation.episodes", "evaluation.metrics", "world.env", "world.render"):
+        assert f"inquire_lib.{runs}" in modules
+    for runs in ("agent.prompts", "agent.actions", "agent.questions", "training.openvino", "stages.evaluate"):
+        assert f"inquire_lib.{runs}" in modules
+    # what only shows, trains or drives an evaluation is not in it
+    for other in ("viz.plots", "viz.report", "runs.summary", "training.grpo", "training.sft", "cli", "pipeline"):
+        assert f"inquire_lib.{other}" not in modules
+
+
+def _copy_of_library(tmp_path):
+    import shutil
+
+    package = tmp_path / "inquire_lib"
+    shutil.copytree(readback.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    return package
+
+
+@pytest.mark.parametrize(
+    "edited, reads_back",
+    [("viz/plots.py", True), ("viz/report.py", True), ("training/grpo.py", True), ("world/env.py", False)],
+)
+def test_an_edit_outside_the_evaluation_code_reads_evaluations_back(tmp_path, edited, reads_back):
+    """A docstring edited in `viz` (or a trainer) keeps the key, so stored evaluations are read back; an edit
+    to the world the episodes play in gives a new key, and the evaluation runs again."""
+    package = _copy_of_library(tmp_path)
+    before = readback.code_digest(package)
+    path = package / edited
+    path.write_text('"""An edited docstring."""\n' + path.read_text())
+    readback.code_digest.cache_clear()
+    assert (readback.code_digest(package) == before) is reads_back
+
+
+def test_a_docs_edit_keeps_the_key(tmp_path):
+    package = _copy_of_library(tmp_path)
+    before = readback.code_digest(package)
+    (tmp_path / "README.md").write_text("an edited readme\n")
+    (package / "recipes" / "smoke.yaml").write_text((package / "recipes" / "smoke.yaml").read_text() + "\n# note\n")
+    readback.code_digest.cache_clear()
+    assert readback.code_digest(package) == before

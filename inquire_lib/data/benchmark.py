@@ -24,7 +24,7 @@ from PIL import Image
 
 from ..agent.questions import Need
 from ..profiles import TEST_FRACTION, DataSettings, EvalSettings, split_sizes
-from ..runs.imports import import_graph, reachable
+from ..runs.imports import code_modules, module_file
 from ..runs.integrity import check_cache, sha256_file
 from ..runs.keys import settings_key
 from ..runs.paths import atomic_dir, cache_dir
@@ -215,18 +215,8 @@ def save_dataset(dd: datasets.DatasetDict, out: str | Path) -> Path:
 
 def generator_modules() -> tuple[str, ...]:
     """The modules whose code makes the data: this one and what it imports from `world`, `agent` and `data`,
-    followed through their own imports (`runs.imports`: read from the source, so a new import is followed
-    without a list to keep)."""
-    package = Path(__file__).resolve().parents[1]
-    name = package.name
-    rooms = {f"{name}.{room}" for room in ("world", "agent", "data")}
-    makes = lambda module: ".".join(module.split(".")[:2]) in rooms  # noqa: E731
-    return tuple(sorted(reachable(import_graph(package.parent, name), f"{name}.data.benchmark", makes)))
-
-
-def _module_file(package: Path, name: str) -> Path:
-    path = package.joinpath(*name.split(".")[1:])
-    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    followed through their own imports (`runs.imports.code_modules`)."""
+    return code_modules(Path(__file__).resolve().parents[1], ("data.benchmark",), ("world", "agent", "data"))
 
 
 @lru_cache(maxsize=1)
@@ -234,7 +224,7 @@ def generator_key() -> str:
     """The content key of the code that makes the data: a hash of `generator_modules`' source. A change to how
     tasks, screens or expert steps are made gives new data caches; nothing is bumped by hand."""
     package = Path(__file__).resolve().parents[1]
-    sources = {m: sha256_file(_module_file(package, m)) for m in generator_modules()}
+    sources = {m: sha256_file(module_file(package, m)) for m in generator_modules()}
     return settings_key(sources)
 
 

@@ -63,3 +63,24 @@ def reachable(graph: dict[str, set[str]], start: str, within=lambda module: True
         seen.add(name)
         todo.extend(t for t in graph.get(name, ()) if within(t))
     return seen
+
+
+def code_modules(package_dir: Path, starts: tuple[str, ...], rooms: tuple[str, ...]) -> tuple[str, ...]:
+    """`starts` (dotted names below the package, e.g. "evaluation.steps") and every module they reach through
+    imports inside the package's `rooms` (its first-level sub-packages, e.g. "world"): the code a computation
+    runs, read from the source, so a new import is followed without a list to keep."""
+    package_dir = Path(package_dir)
+    name = package_dir.name
+    kept = {f"{name}.{room}" for room in rooms}
+    within = lambda module: ".".join(module.split(".")[:2]) in kept  # noqa: E731
+    graph = import_graph(package_dir.parent, name)
+    found: set[str] = set()
+    for start in starts:
+        found |= reachable(graph, f"{name}.{start}", within)
+    return tuple(sorted(found))
+
+
+def module_file(package_dir: Path, module: str) -> Path:
+    """The source file of a dotted module name of the package at `package_dir`."""
+    path = Path(package_dir).joinpath(*module.split(".")[1:])
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")

@@ -544,16 +544,16 @@ POINT_SUFFIX = ".point.json"  # beside each executed point: written last, it mar
 
 def point_key(notebook: str | Path, params: dict, profile: Profile) -> str:
     """What decides a sweep point's result: the notebook's source, its parameters (overrides
-    included), the effective profile and the library's source (`readback.code_digest`)."""
+    included), the effective profile and the library's source (`readback.library_digest`)."""
     import hashlib
     import json
 
-    from .readback import code_digest
+    from .readback import library_digest
 
     h = hashlib.sha256(Path(notebook).read_bytes())
     h.update(
         json.dumps(
-            {"parameters": to_json(params), "profile": to_json(profile.to_dict()), "code": code_digest()},
+            {"parameters": to_json(params), "profile": to_json(profile.to_dict()), "code": library_digest()},
             sort_keys=True,
         ).encode()
     )

@@ -5,7 +5,7 @@ A run evaluates the same checkpoint on the same items more than once (the evalua
 metrics file records a key: a sha256 over what decides its result, namely the model's content (its
 weights and configs, `training.models.model_digest`), the items (every step record, screenshot bytes
 included, or every task), the profile settings that shape prompts, decoding and episodes
-(`EVAL_SETTINGS`) and the library's own source. A later evaluation with the same key returns the
+(`EVAL_SETTINGS`) and the source of the code it runs (`eval_modules`). A later evaluation with the same key returns the
 stored metrics when its predictions are on disk too; any difference evaluates again and overwrites. The key
 names no checkpoint: a step evaluation stored under another name with the same key (an ablation point that is a
 recipe stage) gives its answers to be scored under the new name (`same_key`).
@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from ..profiles import Profile, fields_affecting
+from .imports import code_modules, module_file, module_names
 from .paths import REPO_ROOT
 from .records import metrics_file
 
@@ -30,13 +31,44 @@ OUTPUTS = {"step": "step_predictions.jsonl", "task": "trajectories.jsonl"}
 KEY = "eval_key"
 
 
+# The code an evaluation runs: the step and episode loops, the engine, and the model loading they call, with
+# what they import from the world, the agent and the data (`runs.imports.code_modules`). An edit elsewhere (a
+# plot, the report, a trainer, the CLI) keeps every stored evaluation.
+EVAL_STARTS = (
+    "evaluation.steps",
+    "evaluation.episodes",
+    "evaluation.engine",
+    "stages.evaluate",
+    "training.models",
+    "training.openvino",
+)
+EVAL_ROOMS = ("world", "agent", "data", "evaluation")
+PACKAGE = REPO_ROOT / "inquire_lib"
+
+
+def eval_modules(package: Path = PACKAGE) -> tuple[str, ...]:
+    """The modules whose code decides what an evaluation returns (`EVAL_STARTS`, followed into `EVAL_ROOMS`)."""
+    return code_modules(package, EVAL_STARTS, EVAL_ROOMS)
+
+
+@functools.lru_cache(maxsize=4)
+def code_digest(package: Path = PACKAGE) -> str:
+    """sha256 over the source of `eval_modules`: a changed prompt, scorer, screen or engine changes every key,
+    an edited plot or docstring in `viz` none."""
+    return _sources_digest(package, eval_modules(package))
+
+
 @functools.lru_cache(maxsize=1)
-def code_digest() -> str:
-    """sha256 over the library's Python source (a changed prompt or scorer changes every key)."""
+def library_digest() -> str:
+    """sha256 over all of the library's source: for results that any stage's code may shape (a sweep point)."""
+    modules = module_names(PACKAGE.parent, PACKAGE.name)
+    return _sources_digest(PACKAGE, tuple(sorted(modules)))
+
+
+def _sources_digest(package: Path, modules: tuple[str, ...]) -> str:
     h = hashlib.sha256()
-    root = REPO_ROOT / "inquire_lib"
-    for p in sorted(root.rglob("*.py")):
-        h.update(f"{p.relative_to(root).as_posix()}\0".encode() + p.read_bytes())
+    for module in modules:
+        h.update(f"{module}\0".encode() + module_file(package, module).read_bytes())
     return h.hexdigest()
 
 

@@ -19,6 +19,7 @@ is made, and a folder given by hand that does not match is refused with one line
 from __future__ import annotations
 
 import gc
+import importlib.util
 import hashlib
 import json
 import os
@@ -227,3 +228,16 @@ def engine_of(profile: EvalSettings, ask_bias: float = 0.0) -> str:
     """The engine an evaluation plays a checkpoint on: the profile's `eval_engine`, but HF for a checkpoint
     with an ask bias (the bias is a logits processor, which the engine has not)."""
     return "hf" if ask_bias else profile.eval_engine
+
+
+def engine_missing(profile: EvalSettings) -> str | None:
+    """One line saying what the profile's evaluation engine lacks on this machine (None when nothing): checked by
+    `inquire run` before any notebook starts, so a run never stops at its first evaluation for an install."""
+    if profile.eval_engine != "openvino":
+        return None
+    cli = optimum_cli()
+    if not cli.is_file():
+        return f"eval_engine openvino needs the exporter's environment, and {cli} is missing: run `make install`"
+    if importlib.util.find_spec("openvino_genai") is None:
+        return "eval_engine openvino needs openvino-genai, which is not installed: run `make install`"
+    return None
