@@ -1,7 +1,8 @@
 # Inquire workbench: one way to install, run, test and benchmark.
 #   make run [PROFILE=quick|smoke|small|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
 #                                      execute every notebook with papermill as a named run
-#   make install                       the project's .venv and the OpenVINO exporter's own .venv-export
+#   make install                       the project's .venv, the OpenVINO exporter's own .venv-export, and Chromium
+#                                      for PNG figures where it can be installed
 #   make test [TEST_WORKERS=n]         lint + the whole pytest suite, a worker per core (installs chromium if it can)
 #   make test-fast                     lint + the tests not marked slow (no notebooks, training, browser)
 #   make lint                          import layers, ruff's lint and ruff's format check on the whole tree
@@ -57,9 +58,14 @@ $(EXPORT_STAMP): $(EXPORT_PINS) | $(STAMP)
 
 export-venv: $(EXPORT_STAMP)
 
+# A Chrome for the figures' PNG files where one can be installed; where none can, the figures are HTML only and
+# every run says so in one line.
 install: $(STAMP) $(EXPORT_STAMP)
+	-@$(MAKE) --no-print-directory browser
 
-run: $(STAMP)
+# The first command on a fresh clone: it installs what the default profile evaluates with (the exporter's venv
+# for the OpenVINO engine) before any notebook starts.
+run: install
 	$(BIN)/inquire run --profile $(PROFILE) $(if $(NAME),--name $(NAME)) $(foreach s,$(SET),--set $(s))
 
 # A Chrome for plotly's PNG export and the browser tests (kaleido drives a system one). Obtained the
