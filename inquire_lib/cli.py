@@ -304,7 +304,7 @@ def _learning_curve(args) -> int:
     from .profiles import OverrideError, apply_overrides, parse_overrides
     from .runs.paths import artifacts_dir, run_named_by_overrides
     from .stages.learning_curve import curve_table, learning_curve
-    from .training.sft import base_agent
+    from .training.sft import base_agent_path
 
     profile = _profile_or_usage(args.profile)
     try:
@@ -319,7 +319,7 @@ def _learning_curve(args) -> int:
     name = "learning_curve.json" if args.split == "validation" else f"learning_curve.{args.split}.json"
     out = Path(args.out) if args.out else run / name
     curve = learning_curve(
-        profile, run, base_agent(profile), out, max_needless=args.max_needless, steps=steps, split=args.split
+        profile, run, base_agent_path(profile), out, max_needless=args.max_needless, steps=steps, split=args.split
     )
     print(curve_table(curve))
     print(f"written: {out}")

@@ -328,3 +328,20 @@ def test_an_edited_stage0_default_names_a_new_folder_and_the_shipped_agent_is_re
     for asked in (apply_overrides(smoke, {"base_agent_steps": smoke.base_agent_steps + 1}), edited):
         with pytest.raises(RuntimeError, match="trained"):
             sft.base_agent(asked, rebuild=asked is edited)  # an override, or --rebuild: trained
+
+
+def test_looking_the_base_agent_up_finds_or_installs_and_never_trains(tmp_path, monkeypatch):
+    """`checkpoint_path(profile, "base_agent")` is a look-up: the cached agent, else the shipped copy installed;
+    where neither is there it is one line naming the command that trains, and nothing is trained."""
+    from inquire_lib.training.checkpoints import checkpoint_path
+
+    smoke, tok, name = _smoke_stage0(tmp_path, monkeypatch)
+    trained = []
+    monkeypatch.setattr(sft, "_run_sft", lambda *_a, **_k: trained.append(1))
+    with pytest.raises(FileNotFoundError, match=r"inquire base-agent --profile smoke"):
+        checkpoint_path(smoke, "base_agent")
+    assert not trained and not (tmp_path / "cache" / "models" / name).exists()
+    shipped.export(tok, tok, name, command="c", seed=0)
+    assert checkpoint_path(smoke, "base_agent") == str(tmp_path / "cache" / "models" / name)  # installed
+    assert sft.find_base_agent(smoke) == checkpoint_path(smoke, "base_agent")  # then found in the cache
+    assert not trained

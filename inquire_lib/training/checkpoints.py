@@ -10,7 +10,7 @@ from ..profiles import BaseAgentSettings, Profile
 from ..runs.integrity import finished_output
 from ..runs.paths import artifacts_dir
 from ..runs.records import ORDER
-from .sft import base_agent
+from .sft import base_agent_path
 
 
 def checkpoint_path(profile: Profile, name: str) -> str | None:
@@ -19,7 +19,7 @@ def checkpoint_path(profile: Profile, name: str) -> str | None:
     if name == "untrained":
         return None
     if name == "base_agent":
-        return base_agent(profile)
+        return base_agent_path(profile)  # found or installed, never trained
     run = artifacts_dir(profile) / name
     if finished_output(run / "selected"):  # chosen on the validation split (`training.selection`)
         return str(run / "selected")

@@ -165,29 +165,65 @@ def base_agent_dir(profile: Profile) -> Path:
     return cache_dir() / "models" / f"base-agent-{base_agent_key(profile)}"
 
 
-def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | None = None) -> str | None:
-    """Stage 0: the cached base agent, trained once (full weights, no LoRA) on every gold step
-    except the inquiries, so it acts well and never asks, as a pretrained GUI model does before the
-    inquiry recipe. A copy shipped in `assets/base_agents/` (see `shipped`) is installed when its
-    hashes match, unless `rebuild` (default: $INQUIRE_REBUILD_BASE_AGENT set, not 0) asks to train it here,
-    which also sets aside a shipped copy installed earlier. Trained with `base_agent_threads` torch
-    threads (0: `torch_threads`). Returns its path, or None when the profile starts from a real checkpoint."""
-    profile = base_agent_source(get_profile(profile))
-    if profile.base_agent_steps <= 0:
-        return None
+def find_base_agent(profile: Profile, rebuild: bool = False) -> str | None:
+    """The profile's base agent where a complete one is cached here (None where none is, or where `rebuild`
+    sets aside a shipped copy installed earlier): reads, never installs or trains."""
     from ..runs.integrity import check_cache
     from . import shipped
     from .weights import check_weights
 
+    path = base_agent_dir(profile)
+    adopt = lambda: (path / "config.json").exists() and check_weights(path) > 0  # noqa: E731
+    if check_cache(path, adopt=adopt) and not (rebuild and shipped.is_shipped_copy(path)):
+        return str(path)
+    return None
+
+
+def install_base_agent(profile: Profile) -> str | None:
+    """The shipped base agent of the profile's stage-0 settings, installed into the cache when its hashes match
+    (None where none is shipped for these settings): never trains."""
+    from . import shipped
+
+    path = base_agent_dir(profile)
+    if _install_shipped(path, profile) and shipped.is_shipped_copy(path):
+        return str(path)
+    return None
+
+
+def base_agent_path(profile: str | Profile) -> str | None:
+    """Where the profile's base agent is, found or installed from its shipped copy, for a look-up that must not
+    train (`training.checkpoints.checkpoint_path`); None where the profile starts from a real checkpoint. One
+    line naming the command that trains it where neither is there."""
+    profile = base_agent_source(get_profile(profile))
+    if profile.base_agent_steps <= 0:
+        return None
+    found = find_base_agent(profile) or install_base_agent(profile)
+    if found is None:
+        raise FileNotFoundError(
+            f"{base_agent_dir(profile)}: profile {profile.name!r} has no base agent here and none is shipped for its "
+            f"settings; `inquire base-agent --profile {profile.name}` trains it"
+        )
+    return found
+
+
+def base_agent(profile: str | Profile, progress_callbacks=None, rebuild: bool | None = None) -> str | None:
+    """Stage 0: the cached base agent (`find_base_agent`), else its shipped copy (`install_base_agent`), else
+    trained here (full weights, no LoRA) on every gold step except the inquiries, so it acts well and never
+    asks, as a pretrained GUI model does before the inquiry recipe. `rebuild` (default:
+    $INQUIRE_REBUILD_BASE_AGENT set, not 0) asks to train it here, which also sets aside a shipped copy
+    installed earlier. Trained with `base_agent_threads` torch threads (0: `torch_threads`). Returns its path,
+    or None when the profile starts from a real checkpoint."""
+    profile = base_agent_source(get_profile(profile))
+    if profile.base_agent_steps <= 0:
+        return None
+    from . import shipped
+
     if rebuild is None:
         rebuild = os.environ.get("INQUIRE_REBUILD_BASE_AGENT", "") not in ("", "0")
     path = base_agent_dir(profile)
-    if check_cache(path, adopt=lambda: (path / "config.json").exists() and check_weights(path) > 0) and not (
-        rebuild and shipped.is_shipped_copy(path)
-    ):
-        return str(path)
-    if not rebuild and _install_shipped(path, profile) and shipped.is_shipped_copy(path):
-        return str(path)
+    found = find_base_agent(profile, rebuild) or (None if rebuild else install_base_agent(profile))
+    if found is not None:
+        return found
     if not rebuild and not any(k in BASE_AGENT_FIELDS for k, _ in profile.overrides):
         # no override asked for another stage 0, yet the shipped one does not match: its settings changed
         shipped.refuse_stale(profile.name, path.name, base_agent_settings(profile))
@@ -373,11 +409,11 @@ def _from_shipped(profile: Profile, name: str, steps: int, share: float, out_dir
     if manifest is None:
         return False
     if manifest["kind"] == "final":
-        return shipped_stages.install_final(profile, name, manifest["key"], out_dir, base_agent(profile))
+        return shipped_stages.install_final(profile, name, manifest["key"], out_dir, base_agent_path(profile))
     shipped_stages.check_data(manifest, benchmark_fingerprint(profile))
     have = last_complete_checkpoint(out_dir)
     if have is None or int(Path(have).name.split("-")[-1]) < manifest["step"]:
-        shipped_stages.install(manifest, out_dir, base=base_agent(profile))
+        shipped_stages.install(manifest, out_dir, base=base_agent_path(profile))
     return True
 
 
