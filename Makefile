@@ -1,6 +1,7 @@
 # Inquire workbench: one way to install, run, test and benchmark.
-#   make run [PROFILE=quick|smoke|small|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"]
-#                                      execute every notebook with papermill as a named run
+#   make run [PROFILE=quick|smoke|small|cpu|gpu] [NAME=a] [SET="grpo_lr=1e-4 missed_penalty=2"] [TRAIN=1]
+#                                      execute every notebook with papermill as a named run; it prints its plan
+#                                      first and stops where that trains a stage past the short runs, unless TRAIN=1
 #   make install                       the project's .venv, the OpenVINO exporter's own .venv-export, and Chromium
 #                                      for PNG figures where it can be installed
 #   make test [TEST_WORKERS=n]         lint + the whole pytest suite, a worker per core (installs chromium if it can)
@@ -66,7 +67,7 @@ install: $(STAMP) $(EXPORT_STAMP)
 # The first command on a fresh clone: it installs what the default profile evaluates with (the exporter's venv
 # for the OpenVINO engine) before any notebook starts.
 run: install
-	$(BIN)/inquire run --profile $(PROFILE) $(if $(NAME),--name $(NAME)) $(foreach s,$(SET),--set $(s))
+	$(BIN)/inquire run --profile $(PROFILE) $(if $(NAME),--name $(NAME)) $(if $(TRAIN),--train) $(foreach s,$(SET),--set $(s))
 
 # A Chrome for plotly's PNG export and the browser tests (kaleido drives a system one). Obtained the
 # way .ci/run always did: apt-get, as root or through password-less sudo; otherwise one line says

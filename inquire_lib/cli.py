@@ -13,6 +13,8 @@ import os
 import sys
 from pathlib import Path
 
+from .profiles import DEFAULT_PROFILE
+
 # `inquire build`: above this many tasks the build needs --large (and says how big it will be)
 MAX_TASKS = 5000
 HARD_MAX_TASKS = 1_000_000
@@ -96,7 +98,9 @@ def _run(args) -> int:
             raise UsageError(f"argument --only: {exc}") from None
     try:
         overrides = parse_overrides(args.set or [])
-        _engine_or_usage(apply_overrides(args.profile, overrides))
+        effective = apply_overrides(args.profile, overrides)
+        _engine_or_usage(effective)
+        _plan_or_usage(effective, args.train, "inquire run", "make run TRAIN=1")
         figures = _figures_note()
         if figures:
             print(figures)
@@ -118,6 +122,42 @@ def _engine_or_usage(profile) -> None:
     missing = engine_missing(profile)
     if missing is not None:
         raise UsageError(f"profile {profile.name!r}: {missing}")
+
+
+def _plan_or_usage(profile, train: bool, command: str, make: str | None = None) -> None:
+    """Print what the run will do with each stage (`stages.plan`); stop before anything starts when it would train
+    a stage past the profile's short runs and was not asked to (`--train`)."""
+    from .stages.plan import plan, plan_lines, trains_long
+
+    steps = plan(profile)
+    print("\n".join(plan_lines(profile, steps)), flush=True)
+    long = trains_long(profile, steps)
+    if long and not train:
+        hours = [s.hours for s in long if s.hours is not None]
+        cost = f"about {sum(hours):.1f} h measured" if hours else "time unmeasured"
+        ways = f"add --train to `{command}`" + (f" ({make})" if make else "")
+        raise UsageError(
+            f"profile {profile.name!r} would train {', '.join(s.stage for s in long)} ({cost}) and was not asked "
+            f"to train: {ways} to go on, or change the settings back (`inquire plan` shows the plan)"
+        )
+
+
+def _plan(args) -> int:
+    """`inquire plan`: what a run of the profile would do with each stage, and nothing else."""
+    from .profiles import OverrideError, apply_overrides, parse_overrides
+    from .stages.plan import plan, plan_lines, trains_long
+
+    _profile_or_usage(args.profile)
+    try:
+        profile = apply_overrides(args.profile, parse_overrides(args.set or []))
+    except OverrideError as exc:
+        raise UsageError(str(exc)) from None
+    steps = plan(profile)
+    print("\n".join(plan_lines(profile, steps)))
+    long = trains_long(profile, steps)
+    if long:
+        print(f"a run stops before it trains {', '.join(s.stage for s in long)}, unless given --train")
+    return 0
 
 
 def _figures_note() -> str | None:
@@ -235,6 +275,10 @@ def _train(args) -> int:
     except (KeyError, ValueError, RuntimeError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
     run_named_by_overrides(profile)  # `--set` trains into the run the overrides name, as `inquire run` does
+    if is_main_process():
+        from .stages.plan import plan_lines
+
+        print("\n".join(plan_lines(profile)), flush=True)
     if world_size() > 1:
         from accelerate import PartialState
 
@@ -671,8 +715,6 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "run", help="execute the notebooks with papermill into papermill_runs/<profile>/<name>/", parents=[debug]
     )
-    from .profiles import DEFAULT_PROFILE
-
     r.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
     r.add_argument("--only", nargs="*", help="notebook prefixes, e.g. 01 02")
     r.add_argument(
@@ -687,7 +729,18 @@ def _parser() -> argparse.ArgumentParser:
         help="run name (default: 'default', or the overrides, e.g. grpo_lr=0.0001); an existing run "
         "with the same settings is continued, one with other settings is refused",
     )
+    r.add_argument(
+        "--train",
+        action="store_true",
+        help="train the stages the plan trains past the profile's short runs (without it such a run stops first)",
+    )
     r.set_defaults(fn=_run)
+    pl = sub.add_parser(
+        "plan", help="print what a run would do with each stage: find, install, or train it", parents=[debug]
+    )
+    pl.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
+    pl.add_argument("--set", action="append", metavar="KEY=VALUE", help="override a profile field (repeatable)")
+    pl.set_defaults(fn=_plan)
     rep = sub.add_parser("report", help="write a self-contained HTML report of a run's evaluation", parents=[debug])
     rep.add_argument("run_dir")
     rep.add_argument("-o", "--out", default="report.html")
@@ -718,7 +771,7 @@ def _parser() -> argparse.ArgumentParser:
         "train", help="run one training stage (under `accelerate launch` for several processes)", parents=[debug]
     )
     t.add_argument("stage", choices=STAGES)
-    t.add_argument("--profile", default="cpu")
+    t.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
     t.add_argument(
         "--start",
         "--start-from",
@@ -763,7 +816,7 @@ def _parser() -> argparse.ArgumentParser:
     ba = sub.add_parser(
         "base-agent", help="stage 0: the base agent (a shipped copy if its hashes match, else trained)", parents=[debug]
     )
-    ba.add_argument("--profile", default="cpu")
+    ba.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
     ba.add_argument(
         "--set",
         action="append",
@@ -851,7 +904,7 @@ def _parser() -> argparse.ArgumentParser:
     lc.set_defaults(fn=_learning_curve)
     e = sub.add_parser("export", help="write the GRPO prompts for another RL framework", parents=[debug])
     e.add_argument("--format", choices=["verl"], default="verl", help="verl / EasyR1 RL dataset parquet")
-    e.add_argument("--profile", default="cpu")
+    e.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
     e.add_argument("--out", required=True)
     e.add_argument("--splits", nargs="*", default=["train", "validation"], choices=["train", "validation", "test"])
     e.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
@@ -861,7 +914,7 @@ def _parser() -> argparse.ArgumentParser:
         help="export a checkpoint for eval_engine openvino (cached by its content; reused unless it changed)",
         parents=[debug],
     )
-    ov.add_argument("--profile", default="cpu")
+    ov.add_argument("--profile", default=DEFAULT_PROFILE, help=f"default: {DEFAULT_PROFILE}")
     ov.add_argument(
         "--checkpoint", default="base_agent", help="checkpoint folder or name (untrained, base_agent, sft_full, ...)"
     )
@@ -874,7 +927,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _run_settings(parser, set_help: str) -> None:
     """--profile (default small) and --set: the settings that name a trained run's folder."""
-    parser.add_argument("--profile", default="small", help="the profile the run was trained with")
+    parser.add_argument(
+        "--profile", default=DEFAULT_PROFILE, help=f"the profile the run was trained with (default: {DEFAULT_PROFILE})"
+    )
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help=set_help)
 
 

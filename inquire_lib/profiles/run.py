@@ -50,6 +50,15 @@ class RunSettings:
             "affects": ("run",),
         },
     )
+    trains_in_run: bool = field(
+        default=False,
+        metadata={
+            "help": "whether a run trains this profile's stages by design (smoke: a tiny model for a few steps, "
+            "minutes in all); otherwise a run whose plan trains a stage past the short runs stops before it "
+            "starts and asks for --train (`inquire plan` shows what it would train)",
+            "affects": ("run",),
+        },
+    )
     export_png: bool = field(
         default=True, metadata={"help": "figures as PNG too (needs a Chrome), not only HTML", "affects": ("run",)}
     )
