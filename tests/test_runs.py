@@ -380,3 +380,29 @@ def test_stage_timings_land_in_the_manifest_and_the_time_table(tmp_path: Path):
     ]
     assert table[5].split() == ["evaluate", "steps", "sft_full", "0:00", "read", "back"]
     assert table[-1].split()[0] == "total"
+
+
+def test_a_timed_stage_records_its_own_peak_memory(tmp_path):
+    """Each stage's line holds the process's peak RSS during that stage alone: a stage that holds 300 MB more
+    records at least that, and the next, smaller stage does not inherit its peak."""
+    import numpy as np
+
+    from inquire_lib.runs import timing
+    from inquire_lib.runs.paths import run_dir
+    from inquire_lib.stages.timed import timed
+
+    @timed("big")
+    def big(profile, name):
+        block = np.ones(300 * 2**20 // 8)
+        return float(block[-1])
+
+    @timed("small")
+    def small(profile, name):
+        return 0.0
+
+    big("smoke", name="a")
+    small("smoke", name="b")
+    first, second = timing.read(run_dir("smoke"))[-2:]
+    assert (first["stage"], first["name"], second["name"]) == ("big", "a", "b")
+    assert first["peak_rss_mb"] - second["peak_rss_mb"] > 250
+    assert "peak" in timing.table([{"name": "nb", "duration_s": 1.0, "stages": [first]}])

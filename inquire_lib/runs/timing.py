@@ -6,10 +6,37 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import time
 from pathlib import Path
 
 FILE = "timings.jsonl"
+STATUS = Path("/proc/self/status")
+CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def reset_peak_rss() -> bool:
+    """Start this process's peak resident set (Linux's VmHWM) anew at its current size, so that the next
+    `peak_rss_mb` is the peak of what ran since; False where the kernel offers no such reset."""
+    try:
+        CLEAR_REFS.write_text("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss_mb() -> dict:
+    """{"self": this process's peak RSS in MB since the last `reset_peak_rss` (None where /proc has no VmHWM),
+    "children": the largest peak RSS of any child process it waited for, ever (the exporter, a seed worker)}."""
+    own = None
+    try:
+        for line in STATUS.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                own = round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    children = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    return {"self": own, "children": children}
 
 
 def record(run_dir: str | Path, stage: str, name: str | None, seconds: float, **extra) -> None:
@@ -59,7 +86,10 @@ def table(notebooks: list[dict]) -> str:
         rows.append((nb["name"], _clock(nb["duration_s"]), nb.get("status") or ""))
         for st in nb.get("stages", []):
             label = st["stage"] + (f" {st['name']}" if st.get("name") else "")
-            rows.append(("  " + label, _clock(st["seconds"]), "read back" if st.get("reused") else ""))
+            notes = ["read back"] if st.get("reused") else []
+            if st.get("peak_rss_mb"):
+                notes.append(f"peak {st['peak_rss_mb'] / 1024:.1f} GB")
+            rows.append(("  " + label, _clock(st["seconds"]), ", ".join(notes)))
     rows.append(("total", _clock(total), ""))
     width = max(len(r[0]) for r in rows)
     return "\n".join(f"{a:<{width}}  {b:>8}  {c}".rstrip() for a, b, c in rows)
