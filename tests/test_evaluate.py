@@ -324,3 +324,26 @@ def test_answers_stopped_at_the_token_cap_are_counted():
     assert evaluate.at_token_cap(Words(), answers, 4) == 2  # four words and five: cut at the cap
     assert evaluate.at_token_cap(Words(), answers, 6) == 0
     assert evaluate.at_token_cap(Words(), [], 4) == 0
+
+
+def test_click_in_bbox_is_of_the_clicks_made_and_a_needless_ask_is_no_missed_click():
+    from inquire_lib.evaluation.metrics import step_rates
+
+    def click_step(action, ok):
+        return {
+            "inquiry_required": False,
+            "think": None,
+            "format_ok": True,
+            "type_ok": action == "click",
+            "arg_ok": ok,
+            "parsed_action": {"action": action},
+            "gold_action": {"action": "click"},
+            "outcome": "correct" if ok else "wrong",
+        }
+
+    preds = [click_step("click", True), click_step("click", True), click_step("click", False)]
+    preds += [click_step("call_user", False), click_step("call_user", False)]  # asks where a click was due
+    r = step_rates(preds)
+    assert (r["click_in_bbox"]["k"], r["click_in_bbox"]["n"]) == (2, 3)
+    assert (r["step_accuracy"]["k"], r["step_accuracy"]["n"]) == (2, 5)
+    assert (r["needless_rate"]["k"], r["needless_rate"]["n"]) == (2, 5)

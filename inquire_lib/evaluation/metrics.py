@@ -12,7 +12,8 @@ Step level (`step_metrics`, each rate with its interval):
   probes: inquiry steps of more tasks, `data.benchmark.inquiry_probes`, that count toward this rate only);
 - inquiry precision: share of the model's `call_user` steps where asking was required;
 - needless-inquiry rate: share of steps not requiring inquiry where the model asked anyway;
-- click-in-bbox: step accuracy restricted to gold clicks; safe-step accuracy: on steps needing no inquiry;
+- click-in-bbox: of the gold click steps where the model clicked, the share whose point lands in the gold bbox (an ask
+  or another action on a click step counts against step accuracy, not here); safe-step accuracy: on steps needing no inquiry;
 - asks against the reasoning: of the inquiry-required steps (probes included) where the model asked, the
   share whose own reasoning ended with "Inquiry check: not needed" (the tool call contradicts the decision
   it wrote); reasoning says needed: share of inquiry-required steps whose reasoning decided "needed",
@@ -86,7 +87,13 @@ def step_rates(preds: list[dict]) -> dict:
     preds = [p for p in preds if not p.get("probe")]
     notreq = [p for p in preds if not p["inquiry_required"]]
     asked = [p for p in preds if p["parsed_action"] and p["parsed_action"]["action"] == "call_user"]
-    clicks = [p for p in preds if p["gold_action"]["action"] == "click"]
+    # of the gold click steps where the model clicked: where its point landed (an ask or another action there is
+    # counted by step accuracy and the needless rate, not as a click that missed)
+    clicks = [
+        p
+        for p in preds
+        if p["gold_action"]["action"] == "click" and p["parsed_action"] and p["parsed_action"]["action"] == "click"
+    ]
     count = lambda xs, f: wilson(sum(1 for x in xs if f(x)), len(xs))
     is_ask = lambda p: bool(p["parsed_action"]) and p["parsed_action"]["action"] == "call_user"
     return {
