@@ -5,15 +5,19 @@ project's own stage-0 command (`inquire base-agent --profile P --rebuild --expor
 here: `assets/base_agents/<name>/` holds the `model.safetensors`, the model's `config.json` (and
 generation config) and a `manifest.json` with the weights' sha256 and size, the sha256 of the
 tokenizer it was trained with, the command, seed and code version that produced it. `<name>` is
-the base agent's cache folder name, so it names the profile, seed, stage-0 version and any
-settings that give a base agent of its own. `install` copies a shipped agent into the cache only
-when every hash matches; anything else (no manifest, a missing or tampered file, another
-tokenizer) returns False and the caller trains it. No weights are committed with the code.
+the base agent's cache folder name, `base-agent-<key>`, the key hashing the settings that shape stage 0
+(`training.sft.base_agent_dir`). `install` copies a shipped agent into the cache only when every hash
+matches; anything else (no manifest, a missing or tampered file, another tokenizer) returns False and
+nothing is installed.
+
+Only the results a profile starts from are committed with the code: these base agents and the later stages'
+results under `assets/stages/` (`shipped_stages`), about 150 MB in all, each with its weights' sha256 in its
+manifest, checked before it is used.
 
 A base agent of a pretrained model (the `small` profile) ships as its LoRA adapter and vision tower
-(`adapter_model.safetensors`, a few MB) instead of the merged weights (hundreds of MB): `install`
-hands the checked adapter to a `merge` callback that writes the full model, since the language model
-itself comes from its own installed package.
+(`adapter_model.safetensors`, within the `MAX_BYTES` a shipped agent may hold) instead of the merged
+weights (hundreds of MB): `install` hands the checked adapter to a `merge` callback that writes the full
+model, since the language model itself comes from its own installed package.
 """
 
 from __future__ import annotations
