@@ -73,11 +73,15 @@ def test_environment_yml_and_makefile_use_the_same_pins():
     assert _pins(torch_line.split()) == {k: _pins(project["dependencies"])[k] for k in ("torch", "torchvision")}
 
 
-def test_package_data_ships_the_inquiremobile_samples_and_the_recipes():
+def test_package_data_ships_the_inquiremobile_samples_the_written_instructions_and_the_recipes():
     assert PYPROJECT["tool"]["setuptools"]["package-data"]["inquire_lib"] == [
         "data/samples/inquiremobile/*",
+        "data/handwritten/*",
         "recipes/*.yaml",
     ]
+    from inquire_lib.data.written import DEFAULT
+
+    assert DEFAULT.is_relative_to(ROOT / "inquire_lib" / "data" / "handwritten") and DEFAULT.is_file()
     from inquire_lib.profiles import PROFILE_ORDER, RECIPES_DIR
 
     assert RECIPES_DIR.is_relative_to(ROOT / "inquire_lib")
