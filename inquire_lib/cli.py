@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from .profiles import DEFAULT_PROFILE
+from .profiles import DEFAULT_PROFILE, EvalSettings
 
 # `inquire build`: above this many tasks the build needs --large (and says how big it will be)
 MAX_TASKS = 5000
@@ -115,7 +115,7 @@ def _run(args) -> int:
     return 0
 
 
-def _engine_or_usage(profile) -> None:
+def _engine_or_usage(profile: EvalSettings) -> None:
     """Stop before any notebook starts when the profile's evaluation engine is not installed here."""
     from .training.openvino import engine_missing
 

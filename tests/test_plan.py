@@ -21,7 +21,7 @@ def test_the_default_and_small_install_every_stage_they_ship(profile, tmp_path):
     assert steps["base_agent"].action in (run_plan.INSTALL, run_plan.HERE)
     assert steps["base_agent"].key == "162ff4abfc0b"
     shipped = {"sft_full": "b23065a3de9a", "sft_weak": "91cf0d417d62", "grpo_full": "dfea9eda587e"}
-    shipped |= {"grpo_weak": "e6be643e459a", "grpo_task": "91afcf5756ee"}
+    shipped |= {"grpo_weak": "e6be643e459a", "grpo_task": "cdaa73aa0a4b"}
     for stage, key in shipped.items():
         assert (steps[stage].action, steps[stage].key, steps[stage].nearest) == ("install", key, f"{stage}-{key}")
     shorts = {s: steps[s].steps for s in steps if steps[s].action == run_plan.SHORT}

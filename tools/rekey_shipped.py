@@ -49,7 +49,7 @@ REMOVED = {
 
 # added field -> the value the code behaved as before the field existed: a result made before it was made at that
 # value, so its manifest gets it (a field set by a recipe to another value gives another key, as it should)
-ADDED: dict = {}
+ADDED: dict = {"task_rollout": "conversation", "task_start_shares": {"start": 1.0}}
 
 
 STAGE_ORDER = {"sft": 0, "grpo": 1, "task_grpo": 2}

@@ -174,17 +174,31 @@ def _outcome(action: Action | None, gold: Action, bbox, unsafe: bool, needless: 
 
 
 def run_episodes(
-    policy: Policy, tasks: list[Task], profile: EvalSettings, max_steps: int | None = None, progress: bool = False
+    policy: Policy,
+    tasks: list[Task],
+    profile: EvalSettings,
+    max_steps: int | None = None,
+    progress: bool = False,
+    prefixes: list[list[Action]] | None = None,
 ) -> list[dict]:
     """Play every task to its end (terminate, or `max_steps` turns), the running episodes batched
     into one policy call per turn. Returns one episode dict per task (see `evaluate_tasks`), with
-    each step's `screen` object (for screenshots) still attached."""
+    each step's `screen` object (for screenshots) still attached. `prefixes`: per task, screen-frame actions
+    played before the policy's first turn (stage 3's start states: a state along the expert's path, or right
+    after a slip); they count toward `max_steps` and the episode's outcome, and are not among its steps."""
     max_steps = max_steps or profile.max_episode_steps
     frame = frame_for(profile)
     envs = [PhoneEnv(max_steps=max_steps, user_answers=profile.user_answers) for _ in tasks]
     obs = [env.reset(t) for env, t in zip(envs, tasks)]
-    shots = [render(o.screen) for o in obs]
     prev = [None] * len(tasks)
+    for i, prefix in enumerate(prefixes or []):
+        for action in prefix:
+            prev[i] = obs[i].screen
+            obs[i], done, _ = envs[i].step(action)
+            if done:
+                raise ValueError(f"{tasks[i].task_id}: its start prefix ends the episode ({action.to_arguments()})")
+        prev[i] = render(prev[i]) if prev[i] is not None else None
+    shots = [render(o.screen) for o in obs]
     steps: list[list[dict]] = [[] for _ in tasks]
     finals: list[dict | None] = [None] * len(tasks)
     running = list(range(len(tasks)))
@@ -231,7 +245,11 @@ def run_episodes(
         running = still
         bar.update(1)
     bar.close()
-    return [_episode(t, env, st, info, frame) for t, env, st, info in zip(tasks, envs, steps, finals)]
+    starts = [len(p) for p in prefixes] if prefixes else [0] * len(tasks)
+    return [
+        {**_episode(t, env, st, info, frame), "start_step": k}
+        for t, env, st, info, k in zip(tasks, envs, steps, finals, starts)
+    ]
 
 
 def _episode(task: Task, env: PhoneEnv, steps: list[dict], info: dict, frame) -> dict:

@@ -24,10 +24,15 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "tokenizer_digits": TOKENIZER_DIGITS,
     "tokenizer_slots": TOKENIZER_SLOTS,
     "eval_engine": ("hf", "openvino"),
+    "task_rollout": ("conversation", "reprompt"),
     # TRL 1.16's GRPOConfig accepts these
     "loss_type": ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo"),
     "scale_rewards": ("group", "batch", "none"),
 }
+
+
+# dict fields whose keys are a few words
+KEYS: dict[str, tuple[str, ...]] = {"task_start_shares": ("start", "path", "slip")}
 
 
 def _choices(key: str) -> tuple[str, ...] | None:
@@ -107,7 +112,11 @@ def check_override(key: str, value: Any) -> Any:
     if kind == "dict[str, float]":
         if not isinstance(value, dict) or not value or not all(isinstance(k, str) for k in value):
             raise _bad(key, "a non-empty dict of str to float", value)
-        return {k: _item(key, "float", v) for k, v in value.items()}
+        out = {k: _item(key, "float", v) for k, v in value.items()}
+        keys = KEYS.get(key)
+        if keys is not None and (set(out) - set(keys) or min(out.values()) < 0 or sum(out.values()) <= 0):
+            raise _bad(key, f"shares >= 0 of {', '.join(keys)}, not all 0", value)
+        return out
     if kind.startswith("tuple["):
         inner = kind[len("tuple[") :].split(",")[0].strip()
         if not isinstance(value, (list, tuple)) or not value:

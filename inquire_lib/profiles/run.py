@@ -53,9 +53,8 @@ class RunSettings:
     trains_in_run: bool = field(
         default=False,
         metadata={
-            "help": "whether a run trains this profile's stages by design (smoke: a tiny model for a few steps, "
-            "minutes in all); otherwise a run whose plan trains a stage past the short runs stops before it "
-            "starts and asks for --train (`inquire plan` shows what it would train)",
+            "help": "whether a run trains this profile's stages by design (smoke: minutes in all); otherwise a run "
+            "whose plan trains past the short runs stops first and asks for --train",
             "affects": ("run",),
         },
     )

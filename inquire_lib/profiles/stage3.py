@@ -34,3 +34,19 @@ class TaskGRPOSettings(GRPOSettings):
             "affects": ("task_grpo",),
         },
     )
+    task_rollout: str = field(
+        default="conversation",
+        metadata={
+            "help": "how stage 3 plays an episode: 'conversation', TRL's tool-calling rollout (the shipped grpo_task's); "
+            "'reprompt', the evaluation's episode (`training.task_starts`)",
+            "affects": ("task_grpo",),
+        },
+    )
+    task_start_shares: dict[str, float] = field(
+        default_factory=lambda: {"start": 1.0},
+        metadata={
+            "help": "with task_rollout 'reprompt', stage 3's start states as shares: 'start' (the first screen), "
+            "'path' (along the expert's path), 'slip' (right after a mistake a Back undoes)",
+            "affects": ("task_grpo",),
+        },
+    )

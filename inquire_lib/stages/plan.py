@@ -9,7 +9,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..profiles import Profile
+from ..profiles import ModelSettings, Profile, RunSettings, SFTSettings
 from ..runs.hardware import cpu_kind
 from ..runs.integrity import finished_output, read_marker
 from ..runs.keys import differences
@@ -104,7 +104,7 @@ def plan(profile: Profile) -> list[Step]:
     return steps
 
 
-def trains_long(profile: Profile, steps: list[Step]) -> list[Step]:
+def trains_long(profile: RunSettings, steps: list[Step]) -> list[Step]:
     """The steps that train past the profile's short runs, where the profile does not train by design
     (`trains_in_run`): a run stops before these unless asked to train (`inquire run --train`)."""
     return [] if profile.trains_in_run else [s for s in steps if s.action in TRAINS]
@@ -133,7 +133,7 @@ def _stage_step(profile: Profile, stage: str, key: str | None, parent: str | Non
     return Step(stage, TRAIN, key, n_steps, nearest, differs, hours, on)
 
 
-def _share(profile: Profile, stage: str) -> float | None:
+def _share(profile: SFTSettings, stage: str) -> float | None:
     return stage_inquiry_share(profile, stage) if shipped_stages.kind_of(stage) == "sft" else None
 
 
@@ -183,7 +183,7 @@ def _per_step(manifest: dict, kind: str) -> tuple[float, str] | None:
     return sum(float(s["seconds"]) for s in use) / n, ", ".join(kinds)
 
 
-def _seconds_per_step(profile: Profile, stage: str) -> tuple[float, str] | None:
+def _seconds_per_step(profile: ModelSettings, stage: str) -> tuple[float, str] | None:
     """Seconds a training step of `stage` took in its shipped results on the profile's model (this CPU kind's
     sittings where there are any); None where none was shipped."""
     kind = cpu_kind()

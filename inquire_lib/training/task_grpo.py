@@ -1,4 +1,8 @@
-"""Stage 3: multi-turn, task-level GRPO in PhoneEnv with TRL's own environment rollouts.
+"""Stage 3: multi-turn, task-level GRPO in PhoneEnv, played one of two ways (`task_rollout`).
+
+"reprompt" plays the episode the evaluation plays (`training.task_starts`: start states, each turn prompted afresh
+with the stage 1-2 prompt, a return per episode). "conversation", the shipped grpo_task's, is TRL's own
+environment rollout, described here:
 
 `GRPOTrainer(environment_factory=...)` plays each sampled episode: the model's `<tool_call>` for
 `mobile_use` is parsed by TRL and executed by `PhoneTaskEnv.mobile_use`, whose result (the next
@@ -49,6 +53,7 @@ from .configs import config_record, lora_config, task_grpo_config
 from .fit import TrainResult, fit
 from . import shipped_stages
 from .models import base_of, load_checkpoint
+from .task_starts import EpisodeReturn, start_rows
 from ..runs.tracking import trainer_tracking, use_tracking
 from ..world.env import PhoneEnv
 from ..world.expert import expert_act
@@ -349,27 +354,36 @@ def grpo_task(
         installed = shipped_stages.install_final(profile, name, key, out_dir, base_of(start, profile))
         if installed is not None:
             return installed
-    train = train if train is not None else task_dataset(profile, "train")
+    reprompt = profile.task_rollout == "reprompt"
+    if train is None:
+        rows = min(profile.train_split_tasks, steps * profile.grpo_prompts_per_step)
+        train = start_rows(profile, "train", rows) if reprompt else task_dataset(profile, "train")
     model, processor = load_checkpoint(profile, start, trainable=True)
-    use_task_template(processor)
+    if not reprompt:
+        use_task_template(processor)
     is_adapter = start is not None and (Path(start) / "adapter_config.json").exists()
     with trainer_tracking(profile, name) as tracking, warnings.catch_warnings():
         # TRL marks environment_factory experimental with a UserWarning on every trainer; we rely on it
         # knowingly (pinned TRL) and the notebook output should not repeat it
         warnings.filterwarnings("ignore", message=".*environment_factory.*", category=UserWarning)
-        config = task_grpo_config(profile, out_dir, episode_token_budget(profile), steps)
+        # a reprompted episode's completion is one turn (its later turns are played by the reward); a
+        # conversation's is the whole episode
+        budget = profile.max_completion_length if reprompt else episode_token_budget(profile)
+        config = task_grpo_config(profile, out_dir, budget, steps)
         record = config_record(config)  # what is trained, not where it is logged
-        reward = TaskReward(profile)
+        reward = EpisodeReturn(profile) if reprompt else TaskReward(profile)
         trainer = GRPOTrainer(
             model=model,
             args=use_tracking(config, tracking),
             train_dataset=train,
             processing_class=processor,
             reward_funcs=[reward],
-            environment_factory=partial(PhoneTaskEnv, profile),
+            environment_factory=None if reprompt else partial(PhoneTaskEnv, profile),
             peft_config=lora_config(profile) if (profile.lora and not is_adapter) else None,
             callbacks=callbacks,
         )
+        if reprompt:
+            reward.bind(trainer.model, processor)
     final, seconds = fit(
         trainer,
         out_dir,
@@ -383,6 +397,7 @@ def grpo_task(
             "seconds": seconds,
             "episodes": len(reward.episodes),
             "max_episode_steps": profile.max_episode_steps,
+            "task_rollout": profile.task_rollout,
             "config": record,
             "log_history": trainer.state.log_history,
             "samples": reward.episodes,
