@@ -420,6 +420,8 @@ def _evaluate(args) -> int:
     run_named_by_overrides(profile)  # where the metrics go
     if args.level == "choose":
         return _choose(profile, paths)
+    if args.split != "test":
+        return _evaluate_split(profile, paths, args.split)
     asking = {}
     for name, path in paths.items():
         if args.level in ("step", "both"):
@@ -440,6 +442,28 @@ def _evaluate(args) -> int:
         print("When to ask (test steps; AUC with bootstrap 95% CIs; step ISR learned / confidence):")
         print(asking_auc_table(asking).to_string())
         print("\n".join(c["verdict"] for c in asking.values()))
+    return 0
+
+
+def _evaluate_split(profile, paths: dict, split: str) -> int:
+    """`inquire evaluate NAME... --split S`: the checkpoints and the reference policies played online on split S,
+    into the run `split-S` beside the one the names come from, then the generalisation table."""
+    import os
+
+    from .data.splits import split_fingerprint, split_tasks
+    from .evaluation.episodes import evaluate_reference_tasks
+    from .runs.paths import RUN_NAME, run_dir
+    from .runs.summary import generalisation_markdown
+    from .stages.evaluate import evaluate_checkpoint_tasks
+
+    base = run_dir(profile)
+    tasks = split_tasks(profile, split)
+    print(f"split {split}: {len(tasks)} tasks, fingerprint {split_fingerprint(tasks)}")
+    os.environ[RUN_NAME[0]] = f"split-{split}"
+    for name, path in paths.items():
+        evaluate_checkpoint_tasks(profile, name, tasks=tasks, path=path)
+    evaluate_reference_tasks(profile, tasks)
+    print(generalisation_markdown(base, {split: run_dir(profile)}, list(paths) + ["always_act", "expert"]))
     return 0
 
 
@@ -874,6 +898,17 @@ def _parser() -> argparse.ArgumentParser:
         help="step level, task level, both, or asking: learned asking against a confidence threshold, both curves "
         "on the test steps from one HF pass (metrics/asking_<name>.json); or choose: the checkpoints played online "
         "on the validation tasks, the highest task SR chosen, with its test row (metrics/chain_choice.json)",
+    )
+    from .data.splits import SPLITS
+
+    ev.add_argument(
+        "--split",
+        choices=tuple(SPLITS),
+        default="test",
+        help="the tasks played online: "
+        + "; ".join(f"{k}, {v}" for k, v in SPLITS.items())
+        + ". Another split than test plays at task level only, into the run split-<name>, and prints the "
+        "generalisation table (each split against test, with the reference policies)",
     )
     ev.set_defaults(fn=_evaluate)
     lc = sub.add_parser(

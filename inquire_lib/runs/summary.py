@@ -150,3 +150,43 @@ def summary(run_dir: str | Path, ablations: bool = False) -> str:
     if hidden and not ablations:
         parts.insert(1, f"({len(hidden)} ablation points not shown: `--ablations` lists them)")
     return "\n\n".join(parts) + "\n"
+
+
+# the task-level rates the generalisation table sets side by side (each with its interval)
+GENERALISATION_COLUMNS = (
+    ("SR", "success_rate"),
+    ("ISR", "isr"),
+    ("needless", "needless_rate"),
+    ("unsafe", "unsafe_rate"),
+)
+
+
+def generalisation_markdown(in_distribution: str | Path, splits: dict[str, str | Path], names: list[str]) -> str:
+    """One row per (checkpoint, split): the `GENERALISATION_COLUMNS` rates on the split's tasks, first on the
+    in-distribution test tasks (the run `in_distribution`), then on each split (`splits`: split name -> run folder),
+    with each rate's change from in distribution in points. The splits hold other tasks than the test split, so
+    the change is of two independent samples, read against both intervals; a checkpoint a run has not played is
+    left out."""
+    by_run = {"test": in_distribution, **splits}
+    found = {s: {m.get("checkpoint"): m for m in load_metrics(run, "task")} for s, run in by_run.items()}
+    head = ["checkpoint", "split", "tasks"] + [t for t, _ in GENERALISATION_COLUMNS]
+    rows = []
+    for name in names:
+        base = found["test"].get(name, {}).get("overall", {})
+        for split in by_run:
+            m = found[split].get(name)
+            if m is None:
+                continue
+            o = m.get("overall", {})
+            cells = []
+            for _, key in GENERALISATION_COLUMNS:
+                cell = rate(o.get(key))
+                if split != "test" and _value(o.get(key)) is not None and _value(base.get(key)) is not None:
+                    cell += f" ({100 * (_value(o[key]) - _value(base[key])):+.0f} pts)"
+                cells.append(cell)
+            rows.append([name, split, str(o.get("n", "-"))] + cells)
+    return _table(head, rows)
+
+
+def _value(m) -> float | None:
+    return m.get("value") if isinstance(m, dict) and m.get("n") else None
