@@ -10,14 +10,11 @@ past the generator, each used by no training, selection or tuning, each rebuilt 
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 from ..profiles import EvalSettings
 from ..world.flow import Task
 from ..world.tasks import PHRASINGS
 from .benchmark import held_out_tasks, task_at
-from .written import written_tasks
+from .written import fingerprint, written_tasks
 
 SPLITS = {
     "test": "the held-out test tasks: held-out values, every phrasing (3 of the 4 seen in training)",
@@ -51,9 +48,6 @@ def split_tasks(profile: EvalSettings, split: str) -> list[Task]:
 
 
 def split_fingerprint(tasks: list[Task]) -> str:
-    """16 hex digits of a sha256 over what names each task and its expert path: a changed split shows."""
-    rows = [
-        [t.task_id, t.template, t.instruction, t.app, t.subcategory, [s.action.to_arguments() for s in t.steps]]
-        for t in tasks
-    ]
-    return hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    """A split's fingerprint: 16 hex digits of a sha256 over each task's id, template, instruction, app,
+    sub-category and expert path (`data.written.fingerprint`, which serves every split)."""
+    return fingerprint(tasks)
