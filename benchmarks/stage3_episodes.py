@@ -4,7 +4,8 @@ The same validation tasks are played twice from their first screens: once as sta
 `task_rollout` "reprompt" (`training.task_starts.training_rollouts`: the HF model being trained, greedy), once as
 the evaluation plays them (`evaluation.episodes.run_episodes` with the profile's engine, as `inquire evaluate`
 does). It reports each side's success rate with its Wilson interval, the episodes whose outcome differs (McNemar's
-exact test on the pairs), and the seconds an episode takes on each side: what one stage-3 episode costs here.
+exact test on the pairs), the seconds an episode takes on each side (what one stage-3 episode costs here), and where
+the evaluation's episodes first go wrong (`evaluation.failures`).
 
     .venv/bin/python benchmarks/stage3_episodes.py [--profile small] [--checkpoint grpo_full] [--tasks 80]
 
@@ -21,6 +22,7 @@ from _common import RESULTS, finish
 
 from inquire_lib.data.benchmark import validation_tasks
 from inquire_lib.evaluation import episodes
+from inquire_lib.evaluation.failures import failure_markdown, failure_table
 from inquire_lib.evaluation.metrics import wilson
 from inquire_lib.profiles import apply_overrides, parse_overrides
 from inquire_lib.runs.hardware import cpu_kind
@@ -94,6 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         },
         "pairs": {"training_only": b, "evaluation_only": c, "mcnemar_p": mcnemar_exact(b, c)},
         "episodes_with_identical_answers": same_answers,
+        # where the evaluation's episodes first go wrong, and whether they come back (`evaluation.failures`)
+        "failures": failure_table(eval_side),
     }
     out = RESULTS / f"stage3_episodes.{cpu_kind()}.json" if args.out is None else args.out
     finish(result, profile, out)
@@ -106,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     print(f"pairs: training only {b}, evaluation only {c} (McNemar p = {result['pairs']['mcnemar_p']:.2f}); ", end="")
     print(f"{same_answers}/{len(tasks)} episodes with every answer identical")
+    print(failure_markdown(result["failures"]))
     print(f"written: {out}")
     return 0
 

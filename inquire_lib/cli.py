@@ -169,6 +169,20 @@ def _figures_note() -> str | None:
     return "figures: HTML only, no PNG: plotly's PNG export needs Chrome/Chromium, and none is installed (make browser)"
 
 
+def _failures(args) -> int:
+    """`inquire failures RUN NAME`: the failure table of the checkpoint's online episodes in the run."""
+    from .evaluation.failures import failure_by_subcategory, failure_markdown, failure_table
+    from .runs.records import read_jsonl
+
+    path = Path(args.run_dir) / "eval" / args.checkpoint / "trajectories.jsonl"
+    if not path.is_file():
+        raise UsageError(f"{path}: no online episodes of {args.checkpoint} in that run")
+    table = failure_table([rec for _, rec in read_jsonl(path)])
+    print(failure_markdown(table))
+    print(failure_by_subcategory(table))
+    return 0
+
+
 def _report(args) -> int:
     from .viz.report import report_main
 
@@ -778,6 +792,14 @@ def _parser() -> argparse.ArgumentParser:
         help="step cards in all, shared across checkpoints, failures first (default 200)",
     )
     rep.set_defaults(fn=_report)
+    fa = sub.add_parser(
+        "failures",
+        help="where a checkpoint's online episodes of a run first went wrong, and whether they came back",
+        parents=[debug],
+    )
+    fa.add_argument("run_dir", help="a run folder, e.g. papermill_runs/small/default")
+    fa.add_argument("checkpoint", help="a checkpoint the run played online (its eval/<name>/trajectories.jsonl)")
+    fa.set_defaults(fn=_failures)
     su = sub.add_parser("summary", help="print a run's step, task and wall-time tables as Markdown", parents=[debug])
     su.add_argument("run_dir")
     su.add_argument("--ablations", action="store_true", help="list the ablations notebook's points in the tables too")
