@@ -8,6 +8,7 @@ reads back. It also hands on the modules a notebook draws from:
 | name            | module                     | used by notebooks |
 |-----------------|----------------------------|-------------------|
 | `explore`       | `viz.explore`              | 01                |
+| `glossary`      | `viz.glossary`             | 01                |
 | `plots`         | `viz.plots`                | 02-05, 07         |
 | `viz`           | `viz.overlays`             | 06                |
 | `inspector`     | `viz.inspector`            | 06                |
@@ -59,7 +60,7 @@ from .training import task_grpo
 from .training.checkpoints import available_checkpoints, checkpoint_path
 from .training.configs import GRPO_SETTINGS
 from .training.shipped_stages import provenance
-from .viz import closing, explore, inspector, plots, report
+from .viz import closing, explore, glossary, inspector, plots, report
 from .viz import overlays as viz
 
 __all__ = [  # what the notebooks use
@@ -81,6 +82,7 @@ __all__ = [  # what the notebooks use
     "base_agent",
     "sft",
     "explore",
+    "glossary",
     "inspector",
     "plots",
     "report",

@@ -13,7 +13,8 @@ Step level (`step_metrics`, each rate with its interval):
 - inquiry precision: share of the model's `call_user` steps where asking was required;
 - needless-inquiry rate: share of steps not requiring inquiry where the model asked anyway;
 - click-in-bbox: of the gold click steps where the model clicked, the share whose point lands in the gold bbox (an ask
-  or another action on a click step counts against step accuracy, not here); safe-step accuracy: on steps needing no inquiry;
+  or another action on a click step counts against step accuracy, not here); safe-step accuracy: step accuracy on
+  the steps needing no inquiry;
 - asks against the reasoning: of the inquiry-required steps (probes included) where the model asked, the
   share whose own reasoning ended with "Inquiry check: not needed" (the tool call contradicts the decision
   it wrote); reasoning says needed: share of inquiry-required steps whose reasoning decided "needed",
