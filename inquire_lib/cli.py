@@ -100,11 +100,14 @@ def _run(args) -> int:
         overrides = parse_overrides(args.set or [])
         effective = apply_overrides(args.profile, overrides)
         _engine_or_usage(effective)
-        _plan_or_usage(effective, args.train, "inquire run", "make run TRAIN=1")
         figures = _figures_note()
-        if figures:
-            print(figures)
-        run_notebooks(args.profile, only=args.only or None, overrides=overrides, name=args.name)
+
+        def preflight() -> None:  # with the run's lock held: a run another process holds prints nothing
+            _plan_or_usage(effective, args.train, "inquire run", "make run TRAIN=1")
+            if figures:
+                print(figures)
+
+        run_notebooks(args.profile, only=args.only or None, overrides=overrides, name=args.name, preflight=preflight)
         if figures:
             print(figures)
     except (OverrideError, KeyError, ValueError) as exc:  # settings refused before any kernel starts

@@ -76,7 +76,12 @@ def test_a_run_that_would_train_stops_before_any_notebook(monkeypatch, capsys):
     from inquire_lib.runs import notebooks
 
     started = []
-    monkeypatch.setattr(notebooks, "run_notebooks", lambda *a, **k: started.append(a))
+
+    def run_notebooks(*a, preflight=None, **k):  # as the runner does: preflight with the lock held, then notebooks
+        preflight()
+        started.append(a)
+
+    monkeypatch.setattr(notebooks, "run_notebooks", run_notebooks)
     monkeypatch.setattr(openvino, "engine_missing", lambda _p: None)
     assert cli.main(["run", "--profile", "small", "--set", "sft_lr=1e-4"]) == 2
     err = capsys.readouterr()

@@ -384,6 +384,7 @@ def run_notebooks(
     overrides: dict | None = None,
     name: str | None = None,
     cell_timeout: int | None = None,
+    preflight: Callable[[], None] | None = None,
 ) -> dict:
     """Execute the numbered notebooks (those selected by `only`, see select_notebooks) in order
     with papermill as run `name` (default: `default_run_name(overrides)`), passing
@@ -396,7 +397,8 @@ def run_notebooks(
     manifest is continued (see module doc). Stops at the first failure and raises NotebookFailed;
     returns the manifest when all succeed. The progress bar is off when CI is set, unless asked for. A
     cell running longer than `cell_timeout` seconds (default: the profile's `cell_timeout_s`) fails the
-    notebook instead of hanging the run."""
+    notebook instead of hanging the run. `preflight` is called with the run's lock held, before any notebook
+    starts (`inquire run` prints its plan there, and stops when it would train unasked)."""
     import papermill
 
     prof = get_profile(profile)  # an unknown name fails here, before any kernel starts
@@ -426,6 +428,8 @@ def run_notebooks(
     seed = params.get("SEED", prof.seed)
     # one process at a time: a second one stops here, before it reads or writes anything of the run
     with locks.held(out_dir / locks.LOCK_NAME, f"run {prof.name}/{name}"):
+        if preflight is not None:
+            preflight()
         existing = _load_existing(manifest_path, checked, seed)
         out_dir.mkdir(parents=True, exist_ok=True)
         if progress_bar is None:

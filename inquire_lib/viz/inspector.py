@@ -1,15 +1,17 @@
-"""Reading evaluation runs from disk, filtering step predictions, and the ipywidgets inspector.
+"""Reading evaluation runs from disk, filtering step predictions, and the two ipywidgets inspectors.
 
 A run directory is `papermill_runs/<profile>/`; this module reads
 `eval/<checkpoint>/step_predictions.jsonl` (required), `eval/<checkpoint>/trajectories.jsonl`
 (optional, task-level episodes), `eval/screens/*.png` and `metrics/step_*.json`.
-`load_run`, `filter_steps` and `episodes` are plain functions; `Inspector` is the widget app.
+`load_run`, `filter_steps` and `episodes` are plain functions; `Inspector` is the widget app of the
+step predictions, `EpisodeInspector` that of the online episodes (drawn by `viz.episode_view`).
 """
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from ..runs.records import (
     read_jsonl,
     read_predictions,
 )
+from . import episode_view as ev
 from . import overlays as viz
 
 
@@ -41,6 +44,8 @@ class RunData:
     trajectories: dict[str, list[dict]] = field(default_factory=dict)  # per checkpoint; may be empty
     metrics: dict[str, dict] = field(default_factory=dict)  # metrics/step_<checkpoint>.json
     _images: dict[str, Image.Image] = field(default_factory=dict, repr=False)
+    _boxes: dict | None = field(default=None, repr=False)
+    _online: tuple | None = field(default=None, repr=False)
 
     @property
     def eval_dir(self) -> Path:
@@ -52,6 +57,34 @@ class RunData:
             if p["checkpoint"] == checkpoint and p["id"] == pred_id:
                 return p
         return None
+
+    def online(self) -> dict[str, list[dict]]:
+        """The well-formed online episodes of each checkpoint (`episode_view.usable_episodes`)."""
+        if self._online is None:
+            self._online = ev.usable_episodes(self.trajectories)
+        return self._online[0]
+
+    def malformed_episodes(self) -> list[tuple[str, str]]:
+        """A (checkpoint, why) pair per episode `online` leaves out."""
+        self.online()
+        return self._online[1]
+
+    def episode(self, checkpoint: str, task_id: str) -> dict | None:
+        """The online episode of `checkpoint` on task `task_id` (with its `checkpoint` set), or None."""
+        found = ev.filter_episodes(self.online(), checkpoint=checkpoint)
+        return next((ep for ep in found if ep["task_id"] == task_id), None)
+
+    def turn_records(self, episode: dict) -> list[dict]:
+        """Every turn of `episode` as `episode_view.turn_record` makes it, gold boxes from this run's steps."""
+        if self._boxes is None:
+            self._boxes = ev.expert_boxes(self.preds)
+        return [ev.turn_record(episode, k, self._boxes) for k in range(len(episode["steps"]))]
+
+    def strip(self, episode: dict):
+        """`episode_view.strip_figure` of `episode`, its screenshots read as `screenshot` reads them (a
+        missing one or one outside the run folder raises as there)."""
+        records = self.turn_records(episode)
+        return ev.strip_figure(episode, records, [self.screenshot(r) for r in records])
 
     def screenshot_path(self, pred: dict) -> Path:
         """Where the step's screenshot lies: `eval/<screenshot>`, which must resolve (symlinks
@@ -104,6 +137,29 @@ def compare_pair(checkpoints) -> tuple[str | None, str | None]:
     pick = trained[-2:] if len(trained) >= 2 else (trained + [n for n in ordered if n not in ORDER])[:2]
     pick += [None] * (2 - len(pick))
     return pick[0], pick[1]
+
+
+def episode_checkpoints(run: RunData) -> list[str]:
+    """The checkpoints with online episodes, in `inspection_order` (trained ones first)."""
+    return inspection_order([name for name, eps in run.online().items() if eps])
+
+
+def episode_pair(run: RunData) -> tuple[str | None, str | None]:
+    """The two checkpoints the episode inspector opens on: the first (in `episode_checkpoints` order) with a
+    failed episode, else the first; beside it the expert, whose episode shows the way, else the next one."""
+    names = episode_checkpoints(run)
+    if not names:
+        return None, None
+    failing = [n for n in names if any(not ep["success"] for ep in run.online()[n])]
+    first = (failing or names)[0]
+    others = [n for n in names if n != first]
+    return first, "expert" if "expert" in others else (others[0] if others else None)
+
+
+def episode_table(run: RunData):
+    """`episode_view.kind_table` of the run: per checkpoint with episodes, its failed ones by the kind of their
+    first wrong step, and how many came back to the path after it."""
+    return ev.kind_table(run.online(), episode_checkpoints(run))
 
 
 def load_run(run_dir: str | Path) -> RunData:
@@ -190,7 +246,73 @@ def _val(value: str) -> str | None:
     return None if value in (_ALL, _NONE_B) else value
 
 
-class Inspector:
+def _axes(layout) -> set[str]:
+    """The names of the axes a plotly layout sets ("xaxis", "yaxis2", ...)."""
+    return {key for key in layout.to_plotly_json() if re.fullmatch(r"[xy]axis\d*", key)}
+
+
+class _WidgetSlots:
+    """What both widget apps share: one update chain per user change, and output widgets kept per slot."""
+
+    _w = None  # the ipywidgets module, set by the app
+    _busy = False
+    _slots: dict
+
+    def _guarded(self, *steps) -> None:
+        # Programmatic changes fire observers too; one user change must run one update chain.
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            for step in steps:
+                step()
+        finally:
+            self._busy = False
+
+    def _figure_widget(self, slot: str, fig):
+        """The widget of `slot` ("strip", "A", "B") showing `fig`.
+
+        One FigureWidget per slot, updated in place: each new FigureWidget ships plotly.js to the
+        browser (about 5 MB over the kernel's websocket, and again in a saved notebook), so a new
+        one per slider move would make the app crawl. Without anywidget, FigureWidget cannot
+        render; a static figure goes into the slot's Output widget instead.
+        """
+        widget = self._slots.get(slot)
+        try:
+            import anywidget  # noqa: F401
+        except ImportError:
+            if widget is None:
+                widget = self._slots[slot] = self._w.Output()
+            widget.clear_output(wait=True)
+            with widget:
+                fig.show()
+            return widget
+        import plotly.graph_objects as go
+
+        if widget is None:
+            widget = self._slots[slot] = go.FigureWidget(fig)
+            return widget
+        # Every figure of a slot sets the same top-level layout keys, so this relayout replaces
+        # all of them; the traces are swapped whole. A turn strip has an axis pair per turn: a
+        # relayout keeps the axes a longer episode left behind, so those are hidden.
+        fig.update_layout({key: {"visible": False} for key in _axes(widget.layout) - _axes(fig.layout)})
+        widget.layout = fig.layout
+        widget.data = ()
+        widget.add_traces(list(fig.data))
+        return widget
+
+    def _html(self, slot: str, value: str, width: str | None = None):
+        """The slot's HTML widget (one per slot, kept), showing `value`."""
+        widget = self._slots.get(slot)
+        if widget is None:
+            widget = self._slots[slot] = self._w.HTML()
+        widget.value = value
+        if width is not None:
+            widget.layout.width = width
+        return widget
+
+
+class Inspector(_WidgetSlots):
     """Widget app: pick checkpoint(s), filters, an episode and a step; see overlays and text.
 
     Driven headless through `select(...)`, `state` and `current` / `current_b`; `widget` is the
@@ -332,17 +454,6 @@ class Inspector:
         }
 
     # ----- updates -----------------------------------------------------------------------------
-    def _guarded(self, *steps) -> None:
-        # Programmatic changes fire observers too; one user change must run one update chain.
-        if self._busy:
-            return
-        self._busy = True
-        try:
-            for step in steps:
-                step()
-        finally:
-            self._busy = False
-
     @staticmethod
     def _set_options(dd, values: list[str], value: str) -> None:
         dd.options = [_ALL] + values
@@ -437,46 +548,6 @@ class Inspector:
         return self.state
 
     # ----- rendering ---------------------------------------------------------------------------
-    def _figure_widget(self, slot: str, fig):
-        """The widget of `slot` ("strip", "A", "B") showing `fig`.
-
-        One FigureWidget per slot, updated in place: each new FigureWidget ships plotly.js to the
-        browser (about 5 MB over the kernel's websocket, and again in a saved notebook), so a new
-        one per slider move would make the app crawl. Without anywidget, FigureWidget cannot
-        render; a static figure goes into the slot's Output widget instead.
-        """
-        widget = self._slots.get(slot)
-        try:
-            import anywidget  # noqa: F401
-        except ImportError:
-            if widget is None:
-                widget = self._slots[slot] = self._w.Output()
-            widget.clear_output(wait=True)
-            with widget:
-                fig.show()
-            return widget
-        import plotly.graph_objects as go
-
-        if widget is None:
-            widget = self._slots[slot] = go.FigureWidget(fig)
-            return widget
-        # Every figure of a slot sets the same top-level layout keys, so this relayout replaces
-        # all of them; the traces are swapped whole.
-        widget.layout = fig.layout
-        widget.data = ()
-        widget.add_traces(list(fig.data))
-        return widget
-
-    def _html(self, slot: str, value: str, width: str | None = None):
-        """The slot's HTML widget (one per slot, kept), showing `value`."""
-        widget = self._slots.get(slot)
-        if widget is None:
-            widget = self._slots[slot] = self._w.HTML()
-        widget.value = value
-        if width is not None:
-            widget.layout.width = width
-        return widget
-
     def _render(self) -> None:
         cur = self.current
         self.figure_a = self.figure_b = self.strip = None
@@ -515,6 +586,204 @@ class Inspector:
             texts.append(self._html(f"{side}_text", viz.step_details_html(pred), width="420px" if b_name else "560px"))
         self.fig_box.children = tuple(figs)
         self.text_box.children = tuple(texts)
+
+    def show(self) -> None:
+        """Display the app in the running notebook."""
+        from IPython.display import display
+
+        display(self.widget)
+
+
+class EpisodeInspector(_WidgetSlots):
+    """Widget app over a run's online episodes: pick a checkpoint, a sub-category, a kind of failure (the kind of
+    the first wrong step, `evaluation.failures.KINDS`, or "succeeded") and an episode; see its turn strip.
+
+    Each turn shows its screenshot with the gold box and point, the predicted point (or the typed text, the
+    opened app under it), an inquiry badge where the agent asked or an ask was due (with the user's reply),
+    and under it the reasoning and the raw output; the first wrong step and the turn that came back to the
+    path are marked (`episode_view.strip_figure`). The episode list holds checkpoint A's episodes that
+    match the filters, failed ones first. Checkpoint B, when set, shows its episode on the same task under
+    A's, turn under turn: the strips are wider than a screen, so stacked they scroll as one and compare turn by
+    turn, where side by side each would show a turn or two.
+
+    Driven headless through `select(...)` and `state`; `figure_a` / `figure_b` are the shown strips, `widget`
+    the top-level container and `show()` displays it. Checkpoint A starts at `checkpoint`, else at the first
+    checkpoint (trained ones first) with a failed episode.
+    """
+
+    def __init__(self, run_dir: str | Path | RunData, checkpoint: str | None = None, checkpoint_b: str | None = None):
+        import ipywidgets as w
+
+        self.run = run_dir if isinstance(run_dir, RunData) else load_run(run_dir)
+        self._w = w
+        self._slots: dict = {}
+        ckpts = episode_checkpoints(self.run)
+        if not ckpts:
+            raise ValueError(f"{self.run.run_dir} has no online episodes (eval/<checkpoint>/trajectories.jsonl)")
+        for name, value in (("checkpoint", checkpoint), ("checkpoint_b", checkpoint_b)):
+            if value is not None and value not in ckpts:
+                raise ValueError(f"{name} {value!r} is not one of {ckpts}")
+        checkpoint = checkpoint or episode_pair(self.run)[0]
+        label = dict(style={"description_width": "95px"})
+        self.checkpoint_dd = w.Dropdown(options=ckpts, value=checkpoint, description="checkpoint A", **label)
+        self.checkpoint_b_dd = w.Dropdown(
+            options=[_NONE_B] + ckpts,
+            value=_NONE_B if checkpoint_b is None else checkpoint_b,
+            description="checkpoint B",
+            **label,
+        )
+        self.subcategory_dd = w.Dropdown(options=[_ALL], value=_ALL, description="subcategory", **label)
+        self.kind_dd = w.Dropdown(options=[_ALL], value=_ALL, description="failure kind", **label)
+        self.episode_dd = w.Dropdown(options=[], description="episode", layout=w.Layout(width="560px"), **label)
+        self.count_label = w.HTML()
+        self.box_a, self.box_b = w.VBox(), w.VBox()
+        self.figure_a = self.figure_b = None
+
+        self._fill_filter_options(keep=False)
+        self._fill_episodes()
+        self._render()
+        self.checkpoint_dd.observe(
+            lambda _c: self._guarded(lambda: self._fill_filter_options(keep=True), self._fill_episodes, self._render),
+            names="value",
+        )
+        for dd in (self.subcategory_dd, self.kind_dd):
+            dd.observe(lambda _c: self._guarded(self._fill_episodes, self._render), names="value")
+        for dd in (self.episode_dd, self.checkpoint_b_dd):
+            dd.observe(lambda _c: self._guarded(self._render), names="value")
+        controls = w.VBox(
+            [
+                w.HBox([self.checkpoint_dd, self.checkpoint_b_dd]),
+                w.HBox([self.subcategory_dd, self.kind_dd]),
+                w.HBox([self.episode_dd, self.count_label]),
+            ]
+        )
+        self.widget = w.VBox([controls, self.box_a, self.box_b])
+
+    # ----- state -------------------------------------------------------------------------------
+    def _listed(self) -> list[dict]:
+        return ev.filter_episodes(
+            self.run.online(),
+            checkpoint=self.checkpoint_dd.value,
+            subcategory=_val(self.subcategory_dd.value),
+            kind=_val(self.kind_dd.value),
+        )
+
+    @property
+    def current(self) -> dict | None:
+        """Checkpoint A's shown episode, or None when none matches the filters."""
+        task = self.episode_dd.value
+        return self.run.episode(self.checkpoint_dd.value, task) if task is not None else None
+
+    @property
+    def current_b(self) -> dict | None:
+        """Checkpoint B's episode on the shown task, or None."""
+        b, task = _val(self.checkpoint_b_dd.value), self.episode_dd.value
+        return self.run.episode(b, task) if b is not None and task is not None else None
+
+    @property
+    def state(self) -> dict:
+        """Current selections (None = all / unset), the listed task ids and what the shown episodes say."""
+        shown = {
+            side: ev.episode_summary(ep) if ep else None for side, ep in (("a", self.current), ("b", self.current_b))
+        }
+        return {
+            "checkpoint": self.checkpoint_dd.value,
+            "checkpoint_b": _val(self.checkpoint_b_dd.value),
+            "subcategory": _val(self.subcategory_dd.value),
+            "kind": _val(self.kind_dd.value),
+            "episode": self.episode_dd.value,
+            "episodes": [value for _, value in self.episode_dd.options],
+            "shown": shown["a"],
+            "shown_b": shown["b"],
+        }
+
+    # ----- updates -----------------------------------------------------------------------------
+    def _fill_filter_options(self, keep: bool) -> None:
+        eps = ev.filter_episodes(self.run.online(), checkpoint=self.checkpoint_dd.value)
+        subs = sorted({ep["subcategory"] for ep in eps})
+        kinds = [k for k in ev.KIND_CHOICES if k in {ev.episode_kind(ep) for ep in eps}]
+        for dd, values in ((self.subcategory_dd, subs), (self.kind_dd, kinds)):
+            old = dd.value if keep else _ALL
+            dd.options = [_ALL] + values
+            dd.value = old if old in values else _ALL
+
+    def _fill_episodes(self) -> None:
+        listed = self._listed()
+        old = self.episode_dd.value
+        self.episode_dd.options = [(self._label(ep), ep["task_id"]) for ep in listed]
+        tasks = [ep["task_id"] for ep in listed]
+        self.episode_dd.value = old if old in tasks else (tasks[0] if tasks else None)
+        failed = sum(not ep["success"] for ep in listed)
+        left_out = len(self.run.malformed_episodes())
+        self.count_label.value = f"{len(listed)} episode(s), {failed} failed" + (
+            f"; {left_out} malformed one(s) left out (see `run.malformed_episodes()`)" if left_out else ""
+        )
+
+    @staticmethod
+    def _label(episode: dict) -> str:
+        s = ev.episode_summary(episode)
+        where = f" at turn {s['first_wrong']}" if s["first_wrong"] is not None and not s["success"] else ""
+        return f"{s['task_id']} · {s['subcategory']} · {s['kind']}{where}"
+
+    def select(self, checkpoint=_UNSET, checkpoint_b=_UNSET, subcategory=_UNSET, kind=_UNSET, episode=_UNSET) -> dict:
+        """Set the given selections in the order listed and return `state`; None means "all" for the filters
+        and "no second strip" for checkpoint_b; `episode` is a task id. A value not on offer raises ValueError."""
+
+        def pick(dd, value, what, none=_ALL):
+            value = none if value is None else value
+            values = [o[1] if isinstance(o, tuple) else o for o in dd.options]
+            if value not in values:
+                raise ValueError(f"{what} {value!r} is not one of {values}")
+            dd.value = value
+
+        self._busy = True
+        try:
+            if checkpoint is not _UNSET:
+                pick(self.checkpoint_dd, checkpoint, "checkpoint")
+                self._fill_filter_options(keep=True)
+            if checkpoint_b is not _UNSET:
+                pick(self.checkpoint_b_dd, checkpoint_b, "checkpoint_b", none=_NONE_B)
+            if subcategory is not _UNSET:
+                pick(self.subcategory_dd, subcategory, "subcategory")
+            if kind is not _UNSET:
+                pick(self.kind_dd, kind, "kind")
+            if any(v is not _UNSET for v in (checkpoint, subcategory, kind)):
+                self._fill_episodes()
+            if episode is not _UNSET:
+                pick(self.episode_dd, episode, "episode")
+            self._render()
+        finally:
+            self._busy = False
+        return self.state
+
+    # ----- rendering ---------------------------------------------------------------------------
+    def _strip_box(self, side: str, episode: dict | None, name: str | None) -> tuple:
+        """The header, and the strip figure with the turns' text under it in one scrolling box."""
+        if episode is None:
+            task = self.episode_dd.value
+            why = "no episode matches these filters" if task is None else f"{name} has no episode on task {task}"
+            return (self._html(f"{side}_head", f"<i>{html.escape(why)}</i>"),)
+        head = self._html(f"{side}_head", ev.episode_header_html(episode))
+        try:
+            fig = self.run.strip(episode)
+        except (FileNotFoundError, PredictionFormatError) as exc:
+            return head, self._html(f"{side}_msg", f"<pre>{html.escape(str(exc))}</pre>")
+        setattr(self, "figure_a" if side == "A" else "figure_b", fig)
+        width = int(fig.layout.width)
+        text = self._html(f"{side}_turns", ev.turns_html(episode, width // len(episode["steps"])), f"{width}px")
+        strip = self._figure_widget(side, fig)
+        inner = self._slots.setdefault(f"{side}_inner", self._w.VBox())
+        inner.children = (strip, text)
+        inner.layout.width, inner.layout.flex = f"{width}px", "none"
+        scroller = self._slots.setdefault(f"{side}_scroll", self._w.Box(layout=self._w.Layout(overflow="auto")))
+        scroller.children = (inner,)
+        return head, scroller
+
+    def _render(self) -> None:
+        self.figure_a = self.figure_b = None
+        self.box_a.children = self._strip_box("A", self.current, self.checkpoint_dd.value)
+        b = _val(self.checkpoint_b_dd.value)
+        self.box_b.children = () if b is None else self._strip_box("B", self.current_b, b)
 
     def show(self) -> None:
         """Display the app in the running notebook."""

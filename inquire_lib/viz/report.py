@@ -1,21 +1,26 @@
-"""A self-contained HTML report of a run's step predictions, readable offline in any browser.
+"""A self-contained HTML report of a run's evaluation, readable offline in any browser.
 
-One file: a summary table first (one row per checkpoint: steps, cards shown, outcome counts,
-headline rates with 95% CIs), filter buttons, then one card per chosen step, and the detailed
-metrics last. plotly.js is inlined once and every screenshot once (cards refer to it by key and
-are drawn when first shown). The card budget (`max_cards`) is shared across the checkpoints, so
-each gets its failures; a filter with nothing to show says why.
+One file that opens on the online failures: the failed episodes of `eval/<checkpoint>/trajectories.jsonl`
+first (a table of their first wrong steps by kind, then each episode's turn strip with its first wrong
+step and whether it came back, `viz.episode_view`), then the step predictions: a summary table (one row
+per checkpoint: steps, cards shown, outcome counts, headline rates with 95% CIs), filter buttons, one
+card per chosen step, and the detailed metrics last. plotly.js is inlined once and every screenshot once
+(figures refer to it by key and are drawn when first shown). The card budget (`max_cards`) and the
+episode budget (`max_episodes`) are shared across the checkpoints, so each gets its failures; a filter
+with nothing to show says why, and the checkpoint filter applies to the episodes too.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
 import json
 import sys
 from pathlib import Path
 
+from . import episode_view as ev
 from . import overlays as viz
 from ..evaluation.metrics import step_rates
 from ..runs.paths import write_text_atomic
@@ -24,6 +29,7 @@ from ..runs.summary import ABLATION_PREFIX
 from .inspector import load_run
 
 _OUTCOME_RANK = {o: i for i, o in enumerate(viz.FAILURES + ("correct",))}
+_OPEN_EPISODES = 4  # the failed episodes drawn as the report opens; the others when opened
 # the rates of the summary table, with their column titles
 SUMMARY_RATES = (
     ("format", "format"),
@@ -56,6 +62,12 @@ td:first-child, th:first-child { text-align: left; }
 .summary tr.group th { text-align: left; background: #f3f3f3; font-weight: normal; }
 .summary td .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
 #empty { padding: 12px; background: #fff8e1; border: 1px solid #f0c36d; display: none; }
+h2 { font-size: 17px; margin: 18px 0 4px 0; }
+details.episode { border: 1px solid #ddd; border-left: 8px solid #D50000; margin: 12px 0; padding: 6px; }
+details.episode > summary { cursor: pointer; font-size: 13px; }
+details.episode > summary .episode-head { display: inline-block; vertical-align: top; }
+.strip-scroll { overflow-x: auto; }
+.strip pre { background: #f6f6f6; }
 """
 
 _SCRIPT = """
@@ -84,7 +96,18 @@ _SCRIPT = """
     return "There are " + total + " " + what + ", but none got a card: the " + counts.max_cards +
       " cards are shared across checkpoints, failures first (raise --max-cards or pick --checkpoints).";
   }
+  function showEpisodes() {  // the checkpoint filter applies to them; an episode is drawn when first open
+    document.querySelectorAll("details.episode").forEach(function (ep) {
+      var ok = state.checkpoint === "all" || ep.dataset.checkpoint === state.checkpoint;
+      ep.style.display = ok ? "" : "none";
+      if (ok && ep.open) { draw(ep); }
+    });
+  }
+  document.querySelectorAll("details.episode").forEach(function (ep) {
+    ep.addEventListener("toggle", function () { if (ep.open) { draw(ep); } });
+  });
   function apply() {
+    showEpisodes();
     var shown = 0;
     document.querySelectorAll(".card").forEach(function (card) {
       var ok = (state.outcome === "all" || card.dataset.outcome === state.outcome) &&
@@ -245,9 +268,17 @@ def select_steps(
             and (outcomes is None or p["outcome"] in outcomes)
         ]
         ranked[ckpt] = sorted(pool, key=lambda p: (_OUTCOME_RANK[p["outcome"]], p["task_id"], p["step"]))
-    chosen: list[dict] = []
+    ck = {c: i for i, c in enumerate(checkpoints)}
+    chosen = _deal(ranked, checkpoints, max_cards)
+    return sorted(chosen, key=lambda p: (ck[p["checkpoint"]], p["task_id"], p["step"]))
+
+
+def _deal(ranked: dict[str, list], checkpoints: list[str], budget: int) -> list:
+    """Up to `budget` items, one per checkpoint in turn, each checkpoint's in its ranked order: every checkpoint
+    with candidates gets its share, and one with few leaves the rest to the others."""
+    chosen: list = []
     taken = {c: 0 for c in checkpoints}
-    budget = max(max_cards, 0)
+    budget = max(budget, 0)
     while len(chosen) < budget:
         progressed = False
         for ckpt in checkpoints:
@@ -257,8 +288,17 @@ def select_steps(
                 progressed = True
         if not progressed:
             break
-    ck = {c: i for i, c in enumerate(checkpoints)}
-    return sorted(chosen, key=lambda p: (ck[p["checkpoint"]], p["task_id"], p["step"]))
+    return chosen
+
+
+def select_episodes(online: dict[str, list[dict]], checkpoints: list[str], max_episodes: int) -> list[dict]:
+    """The failed online episodes that get a turn strip (each with its `checkpoint` set): the `max_episodes`
+    budget dealt one episode per checkpoint in turn (`checkpoints` order, trained ones first), each
+    checkpoint's in file order. Returned in checkpoint order, file order within."""
+    ranked = {c: ev.filter_episodes(online, checkpoint=c) for c in checkpoints}
+    ranked = {c: [ep for ep in eps if not ep["success"]] for c, eps in ranked.items()}
+    chosen = {id(ep) for ep in _deal(ranked, checkpoints, max_episodes)}
+    return [ep for c in checkpoints for ep in ranked[c] if id(ep) in chosen]
 
 
 def _skipped_html(skipped: list[tuple[dict, str]]) -> str:
@@ -287,6 +327,104 @@ def _script_json(obj) -> str:
     return json.dumps(obj, separators=(",", ":")).replace("</", "<\\/")
 
 
+def _figure_json(fig, keys: list[str] | None, images: dict[str, str]) -> str:
+    """The figure as the report's script draws it: its i-th screenshot stored once in `images` under
+    `keys[i]` (None: under a digest of the image, for the turns of an episode, whose screens repeat as an
+    agent asks again and again) and referred to by that key; without plotly.py's default template, ~9 KB
+    of JSON per figure that plotly.js's own defaults draw the same (the figures set their colours, fonts
+    and axes)."""
+    for i, layout_image in enumerate(fig.layout.images):
+        uri = _png_data_uri(layout_image.source)
+        key = keys[i] if keys is not None else "sha1:" + hashlib.sha1(uri.encode("ascii")).hexdigest()[:20]
+        images.setdefault(key, uri)
+        layout_image.source = key
+    spec = json.loads(fig.to_json())
+    spec["layout"].pop("template", None)
+    return _script_json({"data": spec["data"], "layout": spec["layout"]})
+
+
+def _kinds_html(online: dict[str, list[dict]], checkpoints: list[str]) -> str:
+    """`episode_view.kind_table` as a report table: per checkpoint its episodes, failed ones by kind, recovered."""
+    table = ev.kind_table(online, checkpoints)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in ["checkpoint", *table.columns])
+    rows = "".join(
+        f"<tr data-checkpoint='{html.escape(name, quote=True)}'><td>{html.escape(name)}</td>"
+        + "".join(f"<td>{int(v)}</td>" for v in row)
+        + "</tr>"
+        for name, row in table.iterrows()
+    )
+    return f"<table class='kinds'><tr>{head}</tr>{rows}</table>"
+
+
+def _episode_html(run, episode: dict, i: int, images: dict[str, str]) -> str:
+    """One failed episode: its header as the summary of a <details> (the first few open), and the turn strip
+    with each turn's text under it, scrolling sideways together."""
+    records = run.turn_records(episode)
+    fig = ev.strip_figure(episode, records, [run.screenshot(r) for r in records])
+    spec = _figure_json(fig, None, images)
+    width = int(fig.layout.width)
+    s = ev.episode_summary(episode)
+    data = {
+        "checkpoint": s["checkpoint"],
+        "task": s["task_id"],
+        "kind": s["kind"],
+        "first-wrong": "" if s["first_wrong"] is None else str(s["first_wrong"]),
+        "recovered": str(s["recovered"]).lower(),
+    }
+    attrs = " ".join(f"data-{key}='{html.escape(value, quote=True)}'" for key, value in data.items())
+    return (
+        f"<details class='episode' id='episode-{i}' {attrs}{' open' if i < _OPEN_EPISODES else ''}>"
+        f"<summary>{ev.episode_header_html(episode)}</summary>"
+        f"<div class='strip-scroll'><div class='strip' style='width:{width}px'><div class='fig'>"
+        f"<div id='episode-fig-{i}'></div><script type='application/json' class='fig'>{spec}</script></div>"
+        f"{ev.turns_html(episode, width // len(episode['steps']))}</div></div></details>"
+    )
+
+
+def episode_section(run, checkpoints: list[str], max_episodes: int, images: dict[str, str], skipped: list[str]) -> str:
+    """The report's opening: the failed online episodes of `checkpoints`, by kind of first wrong step, then one
+    turn strip each (at most `max_episodes`, see `select_episodes`). An episode whose screenshots cannot be
+    embedded, or that is malformed, is left out and its reason appended to `skipped`."""
+    online = {c: eps for c, eps in run.online().items() if c in checkpoints}
+    skipped.extend(f"{name}: {why}" for name, why in run.malformed_episodes() if name in checkpoints)
+    head = "<h2 id='online'>Online episodes: the failures first</h2>"
+    names = [c for c in inspection_order(checkpoints) if online.get(c)]
+    if not names:
+        return head + (
+            "<p class='note'>No online episodes in this run: the task-level evaluation writes them to "
+            "eval/&lt;checkpoint&gt;/trajectories.jsonl.</p>"
+        )
+    failed = sum(not ep["success"] for c in names for ep in online[c])
+    chosen = select_episodes(online, names, max_episodes)
+    parts = []
+    for ep in chosen:
+        try:
+            parts.append(_episode_html(run, ep, len(parts), images))
+        except (PredictionFormatError, FileNotFoundError) as exc:
+            skipped.append(f"{ep['checkpoint']}: episode {ep['task_id']}: {exc}")
+    note = (
+        f"<div class='note'>{failed} of {sum(len(online[c]) for c in names)} online episodes failed; "
+        f"{len(parts)} shown, turn by turn"
+        + (f" (max_episodes {max_episodes}, shared across checkpoints)" if len(chosen) < failed else "")
+        + ". Each turn: the screenshot with the gold box and point (yellow), the predicted action (its point, or the "
+        "typed text and opened app under it), an inquiry badge where the agent asked or an ask was due (with the "
+        "user's reply); under it the reasoning and the raw output. The first wrong step (red) is the first turn "
+        "whose outcome is not correct; an episode recovered when a later turn is correct and back on the "
+        "expert's path (green).</div>"
+    )
+    return head + note + _kinds_html(online, names) + ("".join(parts) or "<p><i>no failed episode to show</i></p>")
+
+
+def _left_out_html(lines: list[str]) -> str:
+    if not lines:
+        return ""
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return (
+        f"<details open><summary><b>{len(lines)} episode(s) left out</b></summary>"
+        f"<ul class='note'>{items}</ul></details>"
+    )
+
+
 def write_report(
     run_dir: str | Path,
     out_path: str | Path,
@@ -295,21 +433,26 @@ def write_report(
     checkpoints=None,
     outcomes=None,
     skipped: list | None = None,
+    max_episodes: int = 24,
+    skipped_episodes: list | None = None,
 ) -> Path:
-    """Write one self-contained HTML report of the run's step predictions; return its path.
+    """Write one self-contained HTML report of the run's evaluation; return its path.
 
-    `checkpoints` and `outcomes` restrict it (an unknown name raises ValueError naming the valid
-    ones); at most `max_cards` step cards, shared across checkpoints (see `select_steps`); only
-    failures when `failures_only`. Written atomically. Only screenshots that resolve inside the run
-    folder (after symlinks) and are PNG files are embedded; a step whose screenshot is elsewhere,
-    missing or not a PNG is left out, listed in the report and appended to `skipped` as
-    (prediction, reason).
+    It opens on the failed online episodes (at most `max_episodes` turn strips, shared across
+    checkpoints, see `episode_section`), then the step predictions. `checkpoints` restricts both and
+    `outcomes` the step cards (an unknown name raises ValueError naming the valid ones); at most
+    `max_cards` step cards, shared across checkpoints (see `select_steps`); only failing steps when
+    `failures_only`. Written atomically. Only screenshots that resolve inside the run folder (after
+    symlinks) and are PNG files are embedded; a step whose screenshot is elsewhere, missing or not a
+    PNG is left out, listed in the report and appended to `skipped` as (prediction, reason); an
+    episode with such a screenshot, or malformed, likewise, its reason appended to `skipped_episodes`.
     """
     from plotly.offline import get_plotlyjs
 
     run = load_run(run_dir)
     out_path = Path(out_path)
     skipped = skipped if skipped is not None else []
+    skipped_episodes = skipped_episodes if skipped_episodes is not None else []
     ckpts = _check_choice("checkpoint", checkpoints, run.checkpoints) or run.checkpoints
     wanted = _check_choice("outcome", outcomes, list(viz.OUTCOMES))
     preds = []
@@ -355,30 +498,23 @@ def write_report(
             buttons += [button(c) for c in points]
 
     images: dict[str, str] = {}  # screenshot key -> data URI, each stored once
+    online = episode_section(run, ckpts, max_episodes, images, skipped_episodes)
     cards = []
     for i, pred in enumerate(steps):
         fig = viz.step_figure(pred, run.screenshot(pred), frame="screen")
-        for j, layout_image in enumerate(fig.layout.images):
-            key = f"{pred['screenshot']}#{j}"
-            if key not in images:
-                images[key] = _png_data_uri(layout_image.source)
-            layout_image.source = key
-        spec = json.loads(fig.to_json())
-        # plotly.py's default template is ~9 KB of JSON per figure; plotly.js's own defaults draw
-        # these figures the same (they set their colours, fonts and axes themselves)
-        spec["layout"].pop("template", None)
+        spec = _figure_json(fig, [f"{pred['screenshot']}#{j}" for j in range(len(fig.layout.images))], images)
         cards.append(
             f"<div class='card' id='card-{i}' data-outcome='{pred['outcome']}' "
             f"data-checkpoint='{html.escape(pred['checkpoint'], quote=True)}' "
             f"data-id='{html.escape(pred['id'], quote=True)}' "
             f"style='border-left-color:{viz.OUTCOME_COLORS[pred['outcome']]}'>"
             f"<div class='fig'><div id='step-fig-{i}'></div>"
-            f"<script type='application/json' class='fig'>{_script_json({'data': spec['data'], 'layout': spec['layout']})}"
+            f"<script type='application/json' class='fig'>{spec}"
             f"</script></div><div class='text'>{viz.step_details_html(pred)}</div></div>"
         )
 
     scope = (" among failures" if failures_only else "") + (f" among outcomes {', '.join(wanted)}" if wanted else "")
-    title = f"Step predictions: {html.escape(str(run.run_dir))}"
+    title = f"Evaluation report: {html.escape(str(run.run_dir))}"
     shown = (
         f"{len(steps)} of {pool_n} {'failing ' if failures_only else ''}steps shown"
         + (f" (max_cards {max_cards}, shared across checkpoints, failures first)" if len(steps) < pool_n else "")
@@ -391,7 +527,8 @@ def write_report(
         f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
         f"<h1>{title}</h1><div class='note'>checkpoints: "
         f"{html.escape(', '.join(ckpts))} · {shown}</div>"
-        f"{_skipped_html(skipped)}{summary_html(preds, ckpts, shown_per)}"
+        f"{_skipped_html(skipped)}{_left_out_html(skipped_episodes)}{online}"
+        f"<h2 id='steps'>Step predictions: the expert's path</h2>{summary_html(preds, ckpts, shown_per)}"
         f"<div class='filters'>{''.join(buttons)}</div><div id='empty'></div>"
         + ("".join(cards) if cards else "<p><i>no steps to show</i></p>")
         + "<h2>Metric details</h2>"
@@ -418,6 +555,7 @@ def report_main(
     why; on a missing or malformed run, or an unknown checkpoint or outcome, print the error to
     stderr and return 1."""
     skipped: list = []
+    skipped_episodes: list = []
     try:
         path = write_report(
             run_dir,
@@ -427,14 +565,18 @@ def report_main(
             checkpoints=checkpoints,
             outcomes=outcomes,
             skipped=skipped,
+            skipped_episodes=skipped_episodes,
         )
     except (FileNotFoundError, PredictionFormatError, ValueError) as exc:
         print(f"inquire report: {exc}", file=sys.stderr)
         return 1
     for pred, why in skipped:
         print(f"inquire report: skipped {why}", file=sys.stderr)
+    for why in skipped_episodes:
+        print(f"inquire report: left out {why}", file=sys.stderr)
     print(
         f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB)"
         + (f"; {len(skipped)} step(s) skipped, listed in the report" if skipped else "")
+        + (f"; {len(skipped_episodes)} episode(s) left out, listed in the report" if skipped_episodes else "")
     )
     return 0
