@@ -92,7 +92,7 @@ def asked(step: dict) -> bool:
 
 
 def episode_kind(episode: dict) -> str:
-    """ "succeeded", else the kind of the failed episode's first wrong step (one of `failures.KINDS`)."""
+    """The kind filter's name for an episode: "succeeded", else its first wrong step's (`failures.KINDS`)."""
     return SUCCEEDED if episode["success"] else first_wrong_step(episode)[1]
 
 
@@ -271,6 +271,25 @@ def _banner(name: str, i: int, text: str, color: str) -> dict:
     )
 
 
+def _column_frame(name: str, i: int, one) -> dict:
+    """A dashed frame around the i-th column: its ticks, the turn's title and banner above, the actions under
+    it (`one` is a one-turn figure's layout: the frame keeps 3 px inside that column's margins)."""
+    plot_w = one.width - one.margin.l - one.margin.r
+    plot_h = one.height - one.margin.t - one.margin.b
+    return dict(
+        name=name,
+        type="rect",
+        xref=_axis("x", i) + " domain",
+        yref=_axis("y", i) + " domain",
+        x0=-(one.margin.l - 3) / plot_w,
+        x1=1 + (one.margin.r - 3) / plot_w,
+        y0=-(one.margin.b - 8) / plot_h,
+        y1=1 + (_BANNER_H + 20) / plot_h,
+        line=dict(color=FIRST_WRONG_COLOR, width=3, dash="dash"),
+        layer="above",
+    )
+
+
 def strip_figure(episode: dict, records: list[dict], screenshots: list[Image.Image]) -> go.Figure:
     """Every turn of an episode in a row of one figure, each drawn as `turn_figure` draws it, at the width of
     a one-turn figure (`turns_html` writes the text under it at the same width).
@@ -323,20 +342,7 @@ def strip_figure(episode: dict, records: list[dict], screenshots: list[Image.Ima
         tail = "" if summary["recovered"] else " · did not recover"
         wrong = viz._esc(summary["first_wrong_kind"])
         annotations.append(_banner("first_wrong", k, f"<b>first wrong step: {wrong}</b>{tail}", FIRST_WRONG_COLOR))
-        shapes.append(
-            dict(
-                name="first_wrong_frame",
-                type="rect",
-                xref=_axis("x", k) + " domain",
-                yref=_axis("y", k) + " domain",
-                x0=-0.04,
-                x1=1.04,
-                y0=-0.02,
-                y1=1.02,
-                line=dict(color=FIRST_WRONG_COLOR, width=3, dash="dash"),
-                layer="above",
-            )
-        )
+        shapes.append(_column_frame("first_wrong_frame", k, one))
     if back is not None:
         annotations.append(_banner("back_on_path", back, "<b>back on the path</b>", BACK_ON_PATH_COLOR))
     result = go.Figure(data=traces)
@@ -463,4 +469,6 @@ def turn_html(episode: dict, k: int, width: int) -> str:
 def turns_html(episode: dict, width: int) -> str:
     """Every turn's `turn_html` in a row of columns `width` px wide, under the strip figure's turns."""
     cols = "".join(turn_html(episode, k, width) for k in range(len(episode["steps"])))
-    return f"<div class='turns' style='display:flex;width:{width * len(episode['steps'])}px'>{cols}</div>"
+    # line-height set here: the widget's HTML box otherwise gives every line the height of a control
+    style = f"display:flex;width:{width * len(episode['steps'])}px;line-height:1.35"
+    return f"<div class='turns' style='{style}'>{cols}</div>"

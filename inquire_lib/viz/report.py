@@ -359,8 +359,8 @@ def _kinds_html(online: dict[str, list[dict]], checkpoints: list[str]) -> str:
 def _episode_html(run, episode: dict, i: int, images: dict[str, str]) -> str:
     """One failed episode: its header as the summary of a <details> (the first few open), and the turn strip
     with each turn's text under it, scrolling sideways together."""
-    records = run.turn_records(episode)
-    fig = ev.strip_figure(episode, records, [run.screenshot(r) for r in records])
+    fig = run.strip(episode)
+    fig.layout.title.text = ""  # the <summary> above says it
     spec = _figure_json(fig, None, images)
     width = int(fig.layout.width)
     s = ev.episode_summary(episode)
@@ -550,10 +550,11 @@ def report_main(
     max_cards: int = 200,
     checkpoints=None,
     outcomes=None,
+    max_episodes: int = 24,
 ) -> int:
-    """CLI entry: write the report, print its path and size and, on stderr, each step left out and
-    why; on a missing or malformed run, or an unknown checkpoint or outcome, print the error to
-    stderr and return 1."""
+    """CLI entry: write the report, print its path and size and, on stderr, each step skipped and each
+    episode left out, and why; on a missing or malformed run, or an unknown checkpoint or outcome, print
+    the error to stderr and return 1."""
     skipped: list = []
     skipped_episodes: list = []
     try:
@@ -565,6 +566,7 @@ def report_main(
             checkpoints=checkpoints,
             outcomes=outcomes,
             skipped=skipped,
+            max_episodes=max_episodes,
             skipped_episodes=skipped_episodes,
         )
     except (FileNotFoundError, PredictionFormatError, ValueError) as exc:
