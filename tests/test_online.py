@@ -213,6 +213,15 @@ def test_evaluate_tasks_writes_trajectories_and_metrics(tmp_path, tasks):
             assert im.size == (360, 720)
     asked = [st for e in map(json.loads, lines) for st in e["steps"] if st["parsed_action"]["action"] == "call_user"]
     assert asked and all(st["user_reply"] for st in asked)
+    # the gold element's box of each click (the inspector draws it), none where the expert's action has no target
+    clicks = [st for e in map(json.loads, lines) for st in e["steps"] if st["gold_action"]["action"] == "click"]
+    assert clicks and all(len(st["gold_bbox"]) == 4 for st in clicks)
+    assert all(
+        st["gold_bbox"] is None
+        for e in map(json.loads, lines)
+        for st in e["steps"]
+        if st["gold_action"]["action"] == "open"
+    )
     assert online.load_trajectories(PROFILE, "expert", out_root=tmp_path)[0]["task_id"] == ep["task_id"]
     assert [x["checkpoint"] for x in online.load_task_metrics(PROFILE, out_root=tmp_path)] == ["expert"]
     # a strip of the episode for the notebook

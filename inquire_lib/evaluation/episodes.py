@@ -230,6 +230,7 @@ def run_episodes(
                     "parse_error": parsed.error,
                     "format_ok": bool(parsed.format_ok and parsed.action is not None),
                     "gold_action": gold.to_arguments(),
+                    "gold_bbox": bbox,  # the gold element's box on the screen (None for an action without one)
                     "outcome": _outcome(action, gold, bbox, unsafe, needless),
                     "unsafe": unsafe,
                     "needless": needless,
