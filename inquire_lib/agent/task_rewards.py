@@ -75,3 +75,30 @@ def reward_bounds(
 ) -> tuple[float, float]:
     """(lowest, highest) total the weights allow, for plot axes and sanity checks."""
     return (-unsafe_penalty - needless_cap - format_weight, success_weight + inquiry_bonus + format_weight)
+
+
+def episode_sample(task, info: dict, parts: dict, format_scores: list[float], step, turns: int, **extra) -> dict:
+    """The record stage 3 keeps of one scored episode (for its plots and its manifest): the task, the episode's
+    length and outcome, its reward and components, and the user's side (asks made, answered, refused, repeated)."""
+    return {
+        "step": step,
+        "task_id": task.task_id,
+        "category": task.category,
+        "subcategory": task.subcategory,
+        **extra,
+        "turns": turns,
+        "env_steps": info["steps"],
+        "success": bool(info["success"]),
+        "status": info["status"],
+        "format_scores": format_scores,
+        "total": parts["total"],
+        "components": {k: parts[k] for k in COMPONENTS},
+        "questions": {k: info.get(k) for k in ("asks", "answered", "unanswered", "repeats", "asks_needed")},
+    }
+
+
+def log_components(log_metric, parts: list[dict]) -> None:
+    """Each reward component's mean over a batch of episodes, logged as `task/<component>` (and `task/total`)."""
+    if callable(log_metric) and parts:
+        for k in (*COMPONENTS, "total"):
+            log_metric(f"task/{k}", sum(p[k] for p in parts) / len(parts))

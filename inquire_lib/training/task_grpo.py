@@ -46,7 +46,7 @@ from ..agent.actions import Action, ActionError, format_completion, parse_comple
 from ..profiles import Profile, StageSettings, TaskGRPOSettings, get_profile
 from ..agent.prompts import frame_for, images_of, observation_record, prompt_messages, user_text
 from ..data.benchmark import screen_png, task_at
-from ..agent.task_rewards import COMPONENTS, task_reward
+from ..agent.task_rewards import episode_sample, log_components, task_reward
 from ..runs.paths import artifacts_dir
 from .checkpoints import checkpoint_path
 from .configs import config_record, lora_config, task_grpo_config
@@ -255,27 +255,8 @@ class TaskReward:
             parts = task_reward(info, scores)
             out.append(parts["total"])
             parts_all.append(parts)
-            task = env.task
-            self.episodes.append(
-                {
-                    "step": step,
-                    "task_id": task.task_id,
-                    "category": task.category,
-                    "subcategory": task.subcategory,
-                    "turns": len(turns),
-                    "env_steps": info["steps"],
-                    "success": bool(info["success"]),
-                    "status": info["status"],
-                    "format_scores": scores,
-                    "total": parts["total"],
-                    "components": {k: parts[k] for k in COMPONENTS},
-                    # the user's side of the episode: asks made, answered, refused and repeated
-                    "questions": {k: info.get(k) for k in ("asks", "answered", "unanswered", "repeats", "asks_needed")},
-                }
-            )
-        if callable(log_metric) and parts_all:
-            for k in (*COMPONENTS, "total"):
-                log_metric(f"task/{k}", sum(p[k] for p in parts_all) / len(parts_all))
+            self.episodes.append(episode_sample(env.task, info, parts, scores, step, len(turns)))
+        log_components(log_metric, parts_all)
         return out
 
 

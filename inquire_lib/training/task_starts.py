@@ -21,7 +21,7 @@ import datasets
 
 from ..agent.actions import Action
 from ..agent.prompts import frame_for, images_of, observation_record, prompt_messages
-from ..agent.task_rewards import COMPONENTS, task_reward
+from ..agent.task_rewards import episode_sample, log_components, task_reward
 from ..data.benchmark import screen_png, task_at
 from ..evaluation.episodes import run_episodes
 from ..evaluation.steps import generate
@@ -190,27 +190,8 @@ class EpisodeReturn:
             parts = task_reward(ep["info"], scores)
             out.append(parts["total"])
             parts_all.append(parts)
-            info = ep["info"]
-            self.episodes.append(
-                {
-                    "step": step,
-                    "task_id": task.task_id,
-                    "category": task.category,
-                    "subcategory": task.subcategory,
-                    "start_kind": start_kind[k] if start_kind is not None else None,
-                    "start_step": ep["start_step"],
-                    "turns": ep["n_steps"],
-                    "env_steps": info["steps"],
-                    "success": bool(info["success"]),
-                    "status": info["status"],
-                    "recovered": ep["recovered"],
-                    "format_scores": scores,
-                    "total": parts["total"],
-                    "components": {c: parts[c] for c in COMPONENTS},
-                    "questions": {q: info.get(q) for q in ("asks", "answered", "unanswered", "repeats", "asks_needed")},
-                }
-            )
-        if callable(log_metric) and parts_all:
-            for c in (*COMPONENTS, "total"):
-                log_metric(f"task/{c}", sum(p[c] for p in parts_all) / len(parts_all))
+            extra = {"start_kind": start_kind[k] if start_kind is not None else None, "start_step": ep["start_step"]}
+            sample = episode_sample(task, ep["info"], parts, scores, step, ep["n_steps"], **extra)
+            self.episodes.append({**sample, "recovered": ep["recovered"]})
+        log_components(log_metric, parts_all)
         return out

@@ -30,6 +30,16 @@ from . import episode_view as ev
 from . import overlays as viz
 
 
+def _pick(dd, value, what: str, none=None) -> None:
+    """Set dropdown `dd` to `value` (None: the dropdown's `none` choice, "all" unless given), refusing a value it
+    does not offer in one line; options may be plain values or (label, value) pairs."""
+    value = (_ALL if none is None else none) if value is None else value
+    values = [o[1] if isinstance(o, tuple) else o for o in dd.options]
+    if value not in values:
+        raise ValueError(f"{what} {value!r} is not one of {values}")
+    dd.value = value
+
+
 class UnsafePathError(PredictionFormatError):
     """A prediction names a file outside its run folder (absolute, `..`, or a symlink out)."""
 
@@ -510,30 +520,24 @@ class Inspector(_WidgetSlots):
         number of the chosen episode. A value not on offer raises ValueError.
         """
 
-        def pick(dd, value, what, none=_ALL):
-            value = none if value is None else value
-            if value not in dd.options:
-                raise ValueError(f"{what} {value!r} is not one of {list(dd.options)}")
-            dd.value = value
-
         self._busy = True
         try:
             if checkpoint is not _UNSET:
-                pick(self.checkpoint_dd, checkpoint, "checkpoint")
+                _pick(self.checkpoint_dd, checkpoint, "checkpoint")
                 self._fill_filter_options(keep=True)
             if checkpoint_b is not _UNSET:
-                pick(self.checkpoint_b_dd, checkpoint_b, "checkpoint_b", none=_NONE_B)
+                _pick(self.checkpoint_b_dd, checkpoint_b, "checkpoint_b", none=_NONE_B)
             if category is not _UNSET:
-                pick(self.category_dd, category, "category")
+                _pick(self.category_dd, category, "category")
                 self._fill_subcategories()
             if subcategory is not _UNSET:
-                pick(self.subcategory_dd, subcategory, "subcategory")
+                _pick(self.subcategory_dd, subcategory, "subcategory")
             if any(v is not _UNSET for v in (checkpoint, category, subcategory, outcome)):
                 if outcome is not _UNSET:
-                    pick(self.outcome_dd, outcome, "outcome")
+                    _pick(self.outcome_dd, outcome, "outcome")
                 self._fill_episodes()
             if episode is not _UNSET:
-                pick(self.episode_dd, episode, "episode")
+                _pick(self.episode_dd, episode, "episode")
                 self._fill_steps(keep=False)
             if step is not _UNSET:
                 numbers = [p["step"] for p in self._steps]
@@ -541,7 +545,7 @@ class Inspector(_WidgetSlots):
                     raise ValueError(f"step {step!r} is not one of {numbers}")
                 self.step_slider.value = numbers.index(step)
             if frame is not _UNSET:
-                pick(self.frame_tb, frame, "frame")
+                _pick(self.frame_tb, frame, "frame")
             self._render()
         finally:
             self._busy = False
@@ -729,28 +733,21 @@ class EpisodeInspector(_WidgetSlots):
         """Set the given selections in the order listed and return `state`; None means "all" for the filters
         and "no second strip" for checkpoint_b; `episode` is a task id. A value not on offer raises ValueError."""
 
-        def pick(dd, value, what, none=_ALL):
-            value = none if value is None else value
-            values = [o[1] if isinstance(o, tuple) else o for o in dd.options]
-            if value not in values:
-                raise ValueError(f"{what} {value!r} is not one of {values}")
-            dd.value = value
-
         self._busy = True
         try:
             if checkpoint is not _UNSET:
-                pick(self.checkpoint_dd, checkpoint, "checkpoint")
+                _pick(self.checkpoint_dd, checkpoint, "checkpoint")
                 self._fill_filter_options(keep=True)
             if checkpoint_b is not _UNSET:
-                pick(self.checkpoint_b_dd, checkpoint_b, "checkpoint_b", none=_NONE_B)
+                _pick(self.checkpoint_b_dd, checkpoint_b, "checkpoint_b", none=_NONE_B)
             if subcategory is not _UNSET:
-                pick(self.subcategory_dd, subcategory, "subcategory")
+                _pick(self.subcategory_dd, subcategory, "subcategory")
             if kind is not _UNSET:
-                pick(self.kind_dd, kind, "kind")
+                _pick(self.kind_dd, kind, "kind")
             if any(v is not _UNSET for v in (checkpoint, subcategory, kind)):
                 self._fill_episodes()
             if episode is not _UNSET:
-                pick(self.episode_dd, episode, "episode")
+                _pick(self.episode_dd, episode, "episode")
             self._render()
         finally:
             self._busy = False
