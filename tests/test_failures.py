@@ -22,7 +22,8 @@ def test_the_first_wrong_step_is_named_by_what_was_due():
         ([_step("missed_inquiry", "call_user")], (0, "missed ask (on the path)")),
         ([_step("missed_inquiry", "call_user", on_path=False)], (0, "missed ask (off the path)")),
         ([_step("needless_inquiry")], (0, "needless ask")),
-        ([_step("missed_inquiry", unsafe=True)], (0, "unsafe act")),
+        ([_step("missed_inquiry", unsafe=True)], (0, "unsafe act")),  # harm where no ask was due
+        ([_step("missed_inquiry", "call_user", unsafe=True)], (0, "missed ask (on the path)")),  # acted past an ask
         ([_step("unparseable")], (0, "unparseable")),
         ([_step("wrong_type", "terminate")], (0, "other")),
         ([_step("correct"), _step("correct")], (None, "none")),
