@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     top = max(measured, key=lambda r: r["peak_rss_mb"])
     child = max((r.get("child_peak_rss_mb") or 0.0 for r in rows), default=0.0)
     result = {
+        "benchmark": "run_memory",
         "what": "peak RSS of each stage of a finished run (MB): the notebook kernel's, and a child's where it set one",
         "run": str(Path(args.run).resolve().relative_to(ROOT))
         if Path(args.run).resolve().is_relative_to(ROOT)

@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     turns = lambda side: sum(e["n_steps"] for e in side)  # noqa: E731
     result = {
+        "benchmark": "stage3_episodes",
         "what": "stage 3's training episodes (reprompt, HF, temperature 0) against the evaluation's (its engine), "
         "from the first screens of the same validation tasks",
         "profile": profile.name,

@@ -56,7 +56,8 @@ def test_an_edited_sft_setting_trains_every_stage_after_it_and_says_what_differs
     assert line.startswith("sft_full") and "train 600 steps" in line and "sft_lr 0.0002 -> 0.0001" in line
 
 
-def test_smoke_trains_by_design_and_its_time_is_unmeasured():
+def test_smoke_trains_by_design_and_its_time_is_unmeasured(tmp_path, monkeypatch):
+    monkeypatch.setenv("INQUIRE_CACHE", str(tmp_path / "cache"))  # no smoke base agent another test built
     smoke = apply_overrides("smoke", {})
     steps = run_plan.plan(smoke)
     assert all(s.action == "train" for s in steps) and smoke.trains_in_run
