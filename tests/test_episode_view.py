@@ -412,3 +412,12 @@ def test_report_screenshot_shows_the_strip_at_the_top(run, tmp_path):
     assert count(syn.MAGENTA) > 3 * 25_000
     assert count(FIRST_WRONG_RGB) > 2_000
     assert count((255, 214, 0)) > 600
+
+
+def test_inquire_report_takes_an_episode_budget_and_refuses_a_bad_one(tmp_path, capsys):
+    from inquire_lib import cli
+
+    assert cli.main(["report", str(tmp_path), "-o", str(tmp_path / "r.html"), "--max-episodes", "0"]) == 2
+    assert "argument --max-episodes: expected a positive number, got 0" in capsys.readouterr().err
+    args = cli._parser().parse_args(["report", str(tmp_path), "--max-episodes", "3"])
+    assert args.max_episodes == 3 and cli._parser().parse_args(["report", str(tmp_path)]).max_episodes == 24

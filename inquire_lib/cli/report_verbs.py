@@ -29,6 +29,12 @@ def _add_report(sub, debug) -> None:
         default=200,
         help="step cards in all, shared across checkpoints, failures first (default 200)",
     )
+    rep.add_argument(
+        "--max-episodes",
+        type=int,
+        default=24,
+        help="online episodes drawn turn by turn, failures first, shared across checkpoints (default 24)",
+    )
     rep.set_defaults(fn=_report)
 
 
@@ -45,8 +51,9 @@ def _report(args) -> int:
             if not parent.is_dir():
                 raise UsageError(f"argument -o/--out: {out} lies under {parent}, which is a file")
             break
-    if args.max_cards is not None and args.max_cards < 1:
-        raise UsageError(f"argument --max-cards: expected a positive number, got {args.max_cards}")
+    for flag, value in (("--max-cards", args.max_cards), ("--max-episodes", args.max_episodes)):
+        if value < 1:
+            raise UsageError(f"argument {flag}: expected a positive number, got {value}")
     return report_main(
         args.run_dir,
         args.out,
@@ -54,6 +61,7 @@ def _report(args) -> int:
         max_cards=args.max_cards,
         checkpoints=args.checkpoints,
         outcomes=args.outcomes,
+        max_episodes=args.max_episodes,
     )
 
 
