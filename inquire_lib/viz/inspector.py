@@ -261,6 +261,31 @@ def _axes(layout) -> set[str]:
     return {key for key in layout.to_plotly_json() if re.fullmatch(r"[xy]axis\d*", key)}
 
 
+# ipywidgets' default label column (~80 px) cuts "checkpoint A" and "subcategory" short
+_LABEL = dict(style={"description_width": "95px"})
+
+
+def _check_choices(ckpts: list[str], **chosen) -> None:
+    """Refuse, in one line, a checkpoint asked for that the run does not hold."""
+    for name, value in chosen.items():
+        if value is not None and value not in ckpts:
+            raise ValueError(f"{name} {value!r} is not one of {ckpts}")
+
+
+def _checkpoint_dropdowns(ckpts: list[str], checkpoint: str, checkpoint_b: str | None):
+    """The checkpoint A and checkpoint B dropdowns both inspectors open with (B: none, or a second strip)."""
+    import ipywidgets as w
+
+    a = w.Dropdown(options=ckpts, value=checkpoint, description="checkpoint A", **_LABEL)
+    b = w.Dropdown(
+        options=[_NONE_B] + ckpts,
+        value=_NONE_B if checkpoint_b is None else checkpoint_b,
+        description="checkpoint B",
+        **_LABEL,
+    )
+    return a, b
+
+
 class _WidgetSlots:
     """What both widget apps share: one update chain per user change, and output widgets kept per slot."""
 
@@ -352,22 +377,13 @@ class Inspector(_WidgetSlots):
         self._busy = False
         # the trained checkpoints first, then the starts and the references (`runs.records.inspection_order`)
         ckpts = inspection_order(self.run.checkpoints)
-        for name, value in (("checkpoint", checkpoint), ("checkpoint_b", checkpoint_b)):
-            if value is not None and value not in ckpts:
-                raise ValueError(f"{name} {value!r} is not one of {ckpts}")
+        _check_choices(ckpts, checkpoint=checkpoint, checkpoint_b=checkpoint_b)
         if checkpoint is None:  # the first with a missed inquiry, else the first with any failure
             missed = {p["checkpoint"] for p in self.run.preds if p["outcome"] == "missed_inquiry"}
             failed = {p["checkpoint"] for p in self.run.preds if p["outcome"] != "correct"}
             checkpoint = next((c for c in ckpts if c in missed), next((c for c in ckpts if c in failed), ckpts[0]))
-        # ipywidgets' default label column (~80 px) cuts "checkpoint A" and "subcategory" short
-        label = dict(style={"description_width": "95px"})
-        self.checkpoint_dd = w.Dropdown(options=ckpts, value=checkpoint, description="checkpoint A", **label)
-        self.checkpoint_b_dd = w.Dropdown(
-            options=[_NONE_B] + ckpts,
-            value=_NONE_B if checkpoint_b is None else checkpoint_b,
-            description="checkpoint B",
-            **label,
-        )
+        label = _LABEL
+        self.checkpoint_dd, self.checkpoint_b_dd = _checkpoint_dropdowns(ckpts, checkpoint, checkpoint_b)
         self.category_dd = w.Dropdown(options=[_ALL], value=_ALL, description="category", **label)
         self.subcategory_dd = w.Dropdown(options=[_ALL], value=_ALL, description="subcategory", **label)
         self.outcome_dd = w.Dropdown(options=[_ALL], value=_ALL, description="outcome", **label)
@@ -624,18 +640,10 @@ class EpisodeInspector(_WidgetSlots):
         ckpts = episode_checkpoints(self.run)
         if not ckpts:
             raise ValueError(f"{self.run.run_dir} has no online episodes (eval/<checkpoint>/trajectories.jsonl)")
-        for name, value in (("checkpoint", checkpoint), ("checkpoint_b", checkpoint_b)):
-            if value is not None and value not in ckpts:
-                raise ValueError(f"{name} {value!r} is not one of {ckpts}")
+        _check_choices(ckpts, checkpoint=checkpoint, checkpoint_b=checkpoint_b)
         checkpoint = checkpoint or episode_pair(self.run)[0]
-        label = dict(style={"description_width": "95px"})
-        self.checkpoint_dd = w.Dropdown(options=ckpts, value=checkpoint, description="checkpoint A", **label)
-        self.checkpoint_b_dd = w.Dropdown(
-            options=[_NONE_B] + ckpts,
-            value=_NONE_B if checkpoint_b is None else checkpoint_b,
-            description="checkpoint B",
-            **label,
-        )
+        label = _LABEL
+        self.checkpoint_dd, self.checkpoint_b_dd = _checkpoint_dropdowns(ckpts, checkpoint, checkpoint_b)
         self.subcategory_dd = w.Dropdown(options=[_ALL], value=_ALL, description="subcategory", **label)
         self.kind_dd = w.Dropdown(options=[_ALL], value=_ALL, description="failure kind", **label)
         self.episode_dd = w.Dropdown(options=[], description="episode", layout=w.Layout(width="560px"), **label)
