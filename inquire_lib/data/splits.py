@@ -43,7 +43,8 @@ def split_tasks(profile: EvalSettings, split: str) -> list[Task]:
     if split == "test":
         return held_out_tasks(profile)
     if split == "held_out_phrasing":
-        return held_out_phrasing_tasks(profile.seed, len(held_out_tasks(profile)))
+        # as many as the test split plays (`held_out_tasks`), counted without generating them
+        return held_out_phrasing_tasks(profile.seed, profile.task_eval_tasks or profile.eval_tasks)
     return written_tasks(profile.seed)
 
 
